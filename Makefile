@@ -1,0 +1,45 @@
+# gridbots: `make demo` shows the project working, `make test` checks it. Both set up .venv first.
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+# no telemetry from any tool, in tests or demos
+export DO_NOT_TRACK := 1
+export MLFLOW_DISABLE_TELEMETRY := 1
+export DVC_NO_ANALYTICS := 1
+export GX_ANALYTICS_ENABLED := false
+export PYTHONDONTWRITEBYTECODE :=
+
+.PHONY: install test demo lint format bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "gridbots needs Python 3.11 or newer")'
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	@touch $@
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+demo: $(STAMP)
+	$(BIN)/python -m flows.demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/engine.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	find . -name __pycache__ -prune -exec rm -rf {} +

@@ -1,0 +1,97 @@
+"""Agent specs (`name:key=value,key=value`) and the registry of agent builders."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from engine.protocol import Game, GameError, State
+
+
+class AgentError(GameError):
+    """An unknown agent spec or a bad option value."""
+
+
+class Agent:
+    """Answers `step(state, player)` with an action for `player` (default: the one to move)."""
+
+    def __init__(self, game: Game, spec: str, seed: int | None = None):
+        self.game = game
+        self.spec = spec
+        self.rng = np.random.default_rng(seed)
+
+    def step(self, state: State, player: int | None = None) -> int:
+        raise NotImplementedError
+
+
+_BUILDERS: dict[str, Callable[..., Agent]] = {}
+_BUILTIN_MODULES = ("agents.random_agent", "agents.mcts")
+
+
+def builder(name: str):
+    """Registers an agent class under its spec name."""
+
+    def wrap(cls):
+        _BUILDERS[name] = cls
+        return cls
+
+    return wrap
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
+    name, _, rest = spec.strip().partition(":")
+    options: dict[str, str] = {}
+    for item in filter(None, rest.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise AgentError(f"bad option {item!r} in agent spec {spec!r}: expected key=value")
+        options[key.strip()] = value.strip()
+    return name, options
+
+
+def make(spec: str, game: Game, seed: int | None = None) -> Agent:
+    """Builds the agent a spec string names (`random`, `mcts:sims=200`, ...)."""
+    for module in _BUILTIN_MODULES:  # each registers its builders on import
+        importlib.import_module(module)
+    name, options = parse_spec(spec)
+    if name not in _BUILDERS:
+        raise AgentError(f"unknown agent {name!r}; known: {', '.join(sorted(_BUILDERS))}")
+    return _BUILDERS[name](game, spec, seed=seed, **options)
+
+
+def make_seats(specs: str, game: Game, seed: int = 0) -> list[Agent]:
+    """One agent per seat from a comma-free list `a;b` or `a,b` of specs (default random)."""
+    parts = [p for p in _split_specs(specs) if p] or ["random"]
+    if len(parts) == 1:
+        parts = parts * game.num_players
+    if len(parts) != game.num_players:
+        raise AgentError(f"{game.name} has {game.num_players} seats, got {len(parts)} agent specs")
+    return [make(spec, game, seed=seed + seat) for seat, spec in enumerate(parts)]
+
+
+def _split_specs(specs: str) -> list[str]:
+    """Splits on ';' or on commas that start a new spec (a comma followed by `name` or `name:`)."""
+    if ";" in specs:
+        return [s.strip() for s in specs.split(";")]
+    out: list[str] = []
+    for piece in specs.split(","):
+        piece = piece.strip()
+        if out and "=" in piece and ":" not in piece:
+            out[-1] += "," + piece
+        else:
+            out.append(piece)
+    return out
+
+
+def option(options: dict[str, Any], key: str, kind: type, default: Any) -> Any:
+    """Reads one typed option, with a clear error naming the key."""
+    if key not in options:
+        return default
+    value = options.pop(key)
+    try:
+        return kind(value)
+    except ValueError:
+        raise AgentError(f"option {key}={value!r}: expected {kind.__name__}") from None

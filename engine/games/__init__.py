@@ -1,0 +1,1 @@
+"""One module per game; each registers itself with `engine.registry.register`."""

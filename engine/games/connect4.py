@@ -1,0 +1,186 @@
+"""Connect 4 on a 7x6 board with bitboards.
+
+Bit layout: column c owns bits 7c … 7c+5 (bottom to top) and a sentinel bit 7c+6, so a move is
+`mask + bottom(c)` and four in a row is four shifted ANDs. State array:
+  s[0] stones of the side to move   s[1] all stones   s[2] moves played
+  s[3] status: -1 ongoing, 0/1 winner, 2 draw
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from engine.protocol import CHANCE, TERMINAL, Game, GameError, KernelSet
+from engine.registry import register
+
+WIDTH, HEIGHT = 7, 6
+STRIDE = HEIGHT + 1
+CELLS = WIDTH * HEIGHT
+ONGOING, DRAW = -1, 2
+POSITION, MASK, MOVES, STATUS = 0, 1, 2, 3
+NEUTRAL = -1
+
+
+@njit(cache=True, inline="always")
+def bottom(c):
+    return np.int64(1) << (c * STRIDE)
+
+
+@njit(cache=True, inline="always")
+def top(c):
+    return np.int64(1) << (HEIGHT - 1 + c * STRIDE)
+
+
+@njit(cache=True, inline="always")
+def is_four(p):
+    """True when bitboard p holds four aligned stones (vertical, horizontal, two diagonals)."""
+    m = p & (p >> 1)
+    if m & (m >> 2):
+        return True
+    m = p & (p >> STRIDE)
+    if m & (m >> (2 * STRIDE)):
+        return True
+    m = p & (p >> (STRIDE - 1))
+    if m & (m >> (2 * (STRIDE - 1))):
+        return True
+    m = p & (p >> (STRIDE + 1))
+    return (m & (m >> (2 * (STRIDE + 1)))) != 0
+
+
+@njit(cache=True)
+def init(config):
+    s = np.zeros(4, dtype=np.int64)
+    s[STATUS] = ONGOING
+    return s
+
+
+@njit(cache=True)
+def current_player(s):
+    if s[STATUS] != ONGOING:
+        return TERMINAL
+    return s[MOVES] & 1
+
+
+@njit(cache=True)
+def legal_actions(s, player, out):
+    if s[STATUS] != ONGOING or player != (s[MOVES] & 1):
+        return 0
+    n = 0
+    for c in range(WIDTH):
+        if (s[MASK] & top(c)) == 0:
+            out[n] = c
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def chance_probability(s, action):
+    return 0.0
+
+
+@njit(cache=True)
+def apply_action(s, action):
+    mover = s[MOVES] & 1
+    s[POSITION] ^= s[MASK]
+    s[MASK] |= s[MASK] + bottom(action)
+    s[MOVES] += 1
+    if is_four(s[POSITION] ^ s[MASK]):
+        s[STATUS] = mover
+    elif s[MOVES] == CELLS:
+        s[STATUS] = DRAW
+
+
+@njit(cache=True)
+def apply_joint(s, joint):
+    apply_action(s, joint[0])
+
+
+@njit(cache=True)
+def returns(s, out):
+    out[0] = 0.0
+    out[1] = 0.0
+    if s[STATUS] == 0 or s[STATUS] == 1:
+        out[s[STATUS]] = 1.0
+        out[1 - s[STATUS]] = -1.0
+
+
+@njit(cache=True)
+def observation(s, player, out):
+    """Two 6x7 planes (row 0 = top): the player's stones, then the opponent's."""
+    own = s[POSITION] if (s[MOVES] & 1) == player else s[POSITION] ^ s[MASK]
+    other = own ^ s[MASK]
+    for c in range(WIDTH):
+        for r in range(HEIGHT):
+            bit = np.int64(1) << (c * STRIDE + r)
+            cell = (HEIGHT - 1 - r) * WIDTH + c
+            out[cell] = 1.0 if own & bit else 0.0
+            out[CELLS + cell] = 1.0 if other & bit else 0.0
+
+
+@njit(cache=True)
+def cell_owner(s, c, r):
+    """0 / 1 for the player whose stone is at column c, row r (0 = bottom); -1 if empty."""
+    bit = np.int64(1) << (c * STRIDE + r)
+    if (s[MASK] & bit) == 0:
+        return -1
+    to_move = s[MOVES] & 1
+    return to_move if s[POSITION] & bit else 1 - to_move
+
+
+KERNELS = KernelSet(
+    init=init,
+    current_player=current_player,
+    legal_actions=legal_actions,
+    chance_probability=chance_probability,
+    apply_action=apply_action,
+    apply_joint=apply_joint,
+    returns=returns,
+    observation=observation,
+)
+
+
+@register
+class Connect4(Game):
+    """Two players drop stones into 7 columns; four in a row wins."""
+
+    name = "connect4"
+    kind = "duel"
+    neutral_action = NEUTRAL
+
+    def _kernels(self) -> KernelSet:
+        return KERNELS
+
+    def _configure(self) -> None:
+        self.num_players = 2
+        self.teams = (0, 1)
+        self.num_actions = WIDTH
+        self.observation_shape = (2, HEIGHT, WIDTH)
+        self.max_game_length = CELLS
+
+    def render(self, s: np.ndarray) -> str:
+        symbols = {-1: ".", 0: "X", 1: "O"}
+        rows = [
+            " ".join(symbols[int(cell_owner(s, c, r))] for c in range(WIDTH))
+            for r in range(HEIGHT - 1, -1, -1)
+        ]
+        rows.append(" ".join(str(c + 1) for c in range(WIDTH)))
+        status = int(s[STATUS])
+        if status == ONGOING:
+            rows.append(f"{'XO'[int(s[MOVES]) & 1]} to move")
+        else:
+            rows.append("draw" if status == DRAW else f"{'XO'[status]} wins")
+        return "\n".join(rows)
+
+    def action_to_string(self, player: int, action: int) -> str:
+        return str(action + 1) if player != CHANCE else str(action)
+
+    def parse_moves(self, text: str) -> list[int]:
+        """Common notation: one digit 1-7 per move, e.g. `4453`."""
+        text = "".join(text.split())
+        if any(ch not in "1234567" for ch in text):
+            raise GameError(f"connect4: moves are digits 1-7, got {text!r}")
+        return [int(ch) - 1 for ch in text]
+
+    def format_moves(self, actions) -> str:
+        return "".join(str(a + 1) for a in actions)

@@ -1,0 +1,358 @@
+"""Othello (Reversi) on 64-bit bitboards.
+
+Squares use the printed-board convention: columns a-h left to right, rows 1-8 top to bottom, so
+the start holds white on d4 and e5, black on d5 and e4, and black (player 0, moving first) may
+play d3, c4, f5 or e6. Action = 8 * (row - 1) + column index = the square's bit; action 64 is a
+pass, legal only when the player has no placement. State array:
+  s[0] black discs   s[1] white discs   s[2] player to move (0 black, 1 white)
+  s[3] status: -1 ongoing, 0/1 winner, 2 draw
+  s[4] legal placements of the player to move (0 while ongoing means: must pass)
+  s[5] actions played
+The legal-move board is computed once when a move is applied, so legal_actions only scans bits.
+The game ends as soon as neither player can place a disc (a wipe-out included); that is found
+while applying the move that causes it, so a tree never holds two passes in a row.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from numba import njit
+
+from engine.bits import lowest_bit_index, popcount
+from engine.protocol import CHANCE, TERMINAL, Game, GameError, KernelSet
+from engine.registry import register
+
+SIZE = 8
+CELLS = SIZE * SIZE
+PASS = CELLS
+ONGOING, DRAW = -1, 2
+BLACK, WHITE, TO_MOVE, STATUS, LEGAL, PLIES = 0, 1, 2, 3, 4, 5
+STATE_SIZE = 6
+NEUTRAL = -1
+COLUMNS = "abcdefgh"
+#: discs not on column a or h: a horizontal or diagonal run must stay inside them, which stops a
+#: shift from wrapping from one row's h-square to the next row's a-square
+INNER = 0x7E7E7E7E7E7E7E7E
+ALL64 = (1 << 64) - 1
+START_BLACK = (1 << 35) | (1 << 28)  # d5, e4
+START_WHITE = (1 << 27) | (1 << 36)  # d4, e5
+
+
+@njit(cache=True, inline="always")
+def _moves_up(own, run, empty, n):
+    """Empty squares reached from `own` over >= 1 `run` disc, moving toward higher bits."""
+    x = (own << n) & run
+    x |= (x << n) & run
+    x |= (x << n) & run
+    x |= (x << n) & run
+    x |= (x << n) & run
+    x |= (x << n) & run
+    return (x << n) & empty
+
+
+@njit(cache=True, inline="always")
+def _moves_down(own, run, empty, n):
+    x = (own >> n) & run
+    x |= (x >> n) & run
+    x |= (x >> n) & run
+    x |= (x >> n) & run
+    x |= (x >> n) & run
+    x |= (x >> n) & run
+    return (x >> n) & empty
+
+
+@njit(cache=True, inline="always")
+def mobility(own, opp):
+    """Bitboard of the squares where the owner of `own` may place a disc (uint64 in and out)."""
+    empty = ~(own | opp)
+    inner = opp & np.uint64(INNER)
+    one, seven, eight, nine = np.uint64(1), np.uint64(7), np.uint64(8), np.uint64(9)
+    return (
+        _moves_up(own, inner, empty, one)
+        | _moves_down(own, inner, empty, one)
+        | _moves_up(own, opp, empty, eight)
+        | _moves_down(own, opp, empty, eight)
+        | _moves_up(own, inner, empty, seven)
+        | _moves_down(own, inner, empty, seven)
+        | _moves_up(own, inner, empty, nine)
+        | _moves_down(own, inner, empty, nine)
+    )
+
+
+@njit(cache=True, inline="always")
+def _flips_up(move, own, run, n):
+    """The `run` discs between `move` and an own disc toward higher bits (0 if unbounded)."""
+    x = (move << n) & run
+    x |= (x << n) & run
+    x |= (x << n) & run
+    x |= (x << n) & run
+    x |= (x << n) & run
+    x |= (x << n) & run
+    return x if (x << n) & own else np.uint64(0)
+
+
+@njit(cache=True, inline="always")
+def _flips_down(move, own, run, n):
+    x = (move >> n) & run
+    x |= (x >> n) & run
+    x |= (x >> n) & run
+    x |= (x >> n) & run
+    x |= (x >> n) & run
+    x |= (x >> n) & run
+    return x if (x >> n) & own else np.uint64(0)
+
+
+@njit(cache=True, inline="always")
+def flips(move, own, opp):
+    """Opponent discs turned by placing the single-bit board `move` (uint64 in and out)."""
+    inner = opp & np.uint64(INNER)
+    one, seven, eight, nine = np.uint64(1), np.uint64(7), np.uint64(8), np.uint64(9)
+    return (
+        _flips_up(move, own, inner, one)
+        | _flips_down(move, own, inner, one)
+        | _flips_up(move, own, opp, eight)
+        | _flips_down(move, own, opp, eight)
+        | _flips_up(move, own, inner, seven)
+        | _flips_down(move, own, inner, seven)
+        | _flips_up(move, own, inner, nine)
+        | _flips_down(move, own, inner, nine)
+    )
+
+
+@njit(cache=True, inline="always")
+def _settle(s, mover, own, opp):
+    """Hands the turn to the opponent of `mover` (own/opp are mover's discs and the other's)."""
+    nxt = 1 - mover
+    legal = mobility(opp, own)
+    if legal != np.uint64(0):
+        s[TO_MOVE] = nxt
+        s[LEGAL] = np.int64(legal)
+    elif mobility(own, opp) != np.uint64(0):
+        s[TO_MOVE] = nxt
+        s[LEGAL] = 0
+    else:
+        s[TO_MOVE] = nxt
+        s[LEGAL] = 0
+        mine, theirs = popcount(own), popcount(opp)
+        s[STATUS] = DRAW if mine == theirs else (mover if mine > theirs else nxt)
+
+
+@njit(cache=True)
+def init(config):
+    """config = [black discs, white discs, player to move] (a bad position ends at once)."""
+    s = np.zeros(STATE_SIZE, dtype=np.int64)
+    s[BLACK] = config[0]
+    s[WHITE] = config[1]
+    s[STATUS] = ONGOING
+    mover = 1 - config[2]
+    _settle(s, mover, np.uint64(s[mover]), np.uint64(s[1 - mover]))
+    return s
+
+
+@njit(cache=True)
+def current_player(s):
+    if s[STATUS] != ONGOING:
+        return TERMINAL
+    return s[TO_MOVE]
+
+
+@njit(cache=True)
+def legal_actions(s, player, out):
+    if s[STATUS] != ONGOING or player != s[TO_MOVE]:
+        return 0
+    board = np.uint64(s[LEGAL])
+    if board == np.uint64(0):
+        out[0] = PASS
+        return 1
+    n = 0
+    while board != np.uint64(0):
+        out[n] = lowest_bit_index(board)
+        board &= board - np.uint64(1)
+        n += 1
+    return n
+
+
+@njit(cache=True)
+def chance_probability(s, action):
+    return 0.0
+
+
+@njit(cache=True)
+def apply_action(s, action):
+    mover = s[TO_MOVE]
+    s[PLIES] += 1
+    if action == PASS:
+        s[TO_MOVE] = 1 - mover
+        s[LEGAL] = np.int64(mobility(np.uint64(s[1 - mover]), np.uint64(s[mover])))
+        return
+    own = np.uint64(s[mover])
+    opp = np.uint64(s[1 - mover])
+    move = np.uint64(1) << np.uint64(action)
+    turned = flips(move, own, opp)
+    own |= turned | move
+    opp ^= turned
+    s[mover] = np.int64(own)
+    s[1 - mover] = np.int64(opp)
+    _settle(s, mover, own, opp)
+
+
+@njit(cache=True)
+def apply_joint(s, joint):
+    apply_action(s, joint[0])
+
+
+@njit(cache=True)
+def returns(s, out):
+    out[0] = 0.0
+    out[1] = 0.0
+    if s[STATUS] == 0 or s[STATUS] == 1:
+        out[s[STATUS]] = 1.0
+        out[1 - s[STATUS]] = -1.0
+
+
+@njit(cache=True)
+def observation(s, player, out):
+    """Three 8x8 planes (row 1 first): player's discs, opponent's, player's legal squares.
+
+    The third plane is empty when it is not the player's turn, or when the player must pass.
+    """
+    own = s[player]
+    opp = s[1 - player]
+    legal = s[LEGAL] if (s[STATUS] == ONGOING and s[TO_MOVE] == player) else np.int64(0)
+    for i in range(CELLS):
+        out[i] = np.float32((own >> i) & 1)
+        out[CELLS + i] = np.float32((opp >> i) & 1)
+        out[2 * CELLS + i] = np.float32((legal >> i) & 1)
+
+
+KERNELS = KernelSet(
+    init=init,
+    current_player=current_player,
+    legal_actions=legal_actions,
+    chance_probability=chance_probability,
+    apply_action=apply_action,
+    apply_joint=apply_joint,
+    returns=returns,
+    observation=observation,
+)
+
+
+def square_name(action: int) -> str:
+    """`d3` for a square, `pass` for 64."""
+    if action == PASS:
+        return "pass"
+    return f"{COLUMNS[action % SIZE]}{action // SIZE + 1}"
+
+
+def parse_square(token: str) -> int:
+    """`d3`, `pass` or a plain integer 0-64 as an action."""
+    word = token.strip().lower()
+    if word == "pass":
+        return PASS
+    if re.fullmatch(r"[a-h][1-8]", word):
+        return (int(word[1]) - 1) * SIZE + COLUMNS.index(word[0])
+    if re.fullmatch(r"\d+", word) and int(word) <= PASS:
+        return int(word)
+    raise GameError(f"othello: bad move {token!r}; expected a square a1-h8, 'pass' or 0-64")
+
+
+_DISC = {"x": 0, "b": 0, "o": 1, "w": 1, ".": -1, "-": -1}
+
+
+def diagram_config(text: str, to_move: int = 0) -> np.ndarray:
+    """The `init` config of a position drawn as 8 rows of 8 cells (row 1 first).
+
+    Cells: X/B black, O/W white, ./- empty; spaces are ignored. Lets users and tests start from
+    any position without replaying a game to reach it.
+    """
+    rows = [row.replace(" ", "") for row in text.strip().splitlines() if row.strip()]
+    if len(rows) != SIZE or any(len(row) != SIZE for row in rows):
+        raise GameError(f"othello: a diagram is 8 rows of 8 cells, got {rows!r}")
+    if to_move not in (0, 1):
+        raise GameError(f"othello: to_move is 0 (black) or 1 (white), got {to_move!r}")
+    boards = [0, 0]
+    for r, row in enumerate(rows):
+        for c, cell in enumerate(row.lower()):
+            if cell not in _DISC:
+                raise GameError(f"othello: bad cell {cell!r} in diagram row {r + 1}")
+            if _DISC[cell] >= 0:
+                boards[_DISC[cell]] |= 1 << (r * SIZE + c)
+    signed = [b - ALL64 - 1 if b >= 1 << 63 else b for b in boards]
+    return np.array([signed[0], signed[1], to_move], dtype=np.int64)
+
+
+def state_from_diagram(text: str, to_move: int = 0) -> np.ndarray:
+    """A kernel state array for a drawn position (see `diagram_config`)."""
+    return init(diagram_config(text, to_move))
+
+
+def disc_owner(s: np.ndarray, square: int) -> int:
+    """0 black, 1 white, -1 empty."""
+    for player in (BLACK, WHITE):
+        if (int(s[player]) >> square) & 1:
+            return player
+    return -1
+
+
+@register
+class Othello(Game):
+    """Two players place discs and turn the opponent's discs they enclose; most discs wins."""
+
+    name = "othello"
+    kind = "duel"
+    neutral_action = NEUTRAL
+
+    def _kernels(self) -> KernelSet:
+        return KERNELS
+
+    def _configure(self) -> None:
+        self.num_players = 2
+        self.teams = (0, 1)
+        self.num_actions = CELLS + 1
+        self.observation_shape = (3, SIZE, SIZE)
+        # 60 placements at most, and every pass is followed by a placement
+        self.max_game_length = 2 * (CELLS - 4)
+
+    def initial_config(self, rng: np.random.Generator, **scenario) -> np.ndarray:
+        if scenario:
+            raise GameError(f"othello: unknown scenario option(s) {sorted(scenario)}")
+        return np.array([START_BLACK, START_WHITE, 0], dtype=np.int64)
+
+    def render(self, s: np.ndarray) -> str:
+        """X black, O white, * a legal square of the player to move."""
+        legal = int(s[LEGAL]) if s[STATUS] == ONGOING else 0
+        rows = ["  " + " ".join(COLUMNS)]
+        for r in range(SIZE):
+            cells = []
+            for c in range(SIZE):
+                square = r * SIZE + c
+                owner = disc_owner(s, square)
+                cells.append("XO"[owner] if owner >= 0 else "*" if (legal >> square) & 1 else ".")
+            rows.append(f"{r + 1} " + " ".join(cells))
+        black, white = ((int(s[p]) & ALL64).bit_count() for p in (BLACK, WHITE))
+        status = int(s[STATUS])
+        if status == ONGOING:
+            side = "XO"[int(s[TO_MOVE])]
+            line = f"{side} to move" + (" (must pass)" if legal == 0 else "")
+        else:
+            line = "draw" if status == DRAW else f"{'XO'[status]} wins"
+        rows.append(f"{line}   X {black} - O {white}")
+        return "\n".join(rows)
+
+    def action_to_string(self, player: int, action: int) -> str:
+        return square_name(action) if player != CHANCE else str(action)
+
+    def parse_moves(self, text: str) -> list[int]:
+        """Space/comma separated `d3`, `pass` or integers; also a run like `f5d6c3`."""
+        actions = []
+        for token in filter(None, re.split(r"[\s,]+", text.strip())):
+            if re.fullmatch(r"([a-hA-H][1-8]){2,}", token):
+                actions.extend(parse_square(token[i : i + 2]) for i in range(0, len(token), 2))
+            else:
+                actions.append(parse_square(token))
+        return actions
+
+    def format_moves(self, actions) -> str:
+        return " ".join(square_name(int(a)) for a in actions)

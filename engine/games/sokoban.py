@@ -1,0 +1,581 @@
+"""Cooperative Sokoban: 1-4 players push boxes into holes so that all stand on exits together.
+
+Rules. Every lap each player picks 0 up, 1 down, 2 left, 3 right or 4 stay (also the neutral
+action); all five are always legal and a blocked move does nothing. A player steps onto floor or
+an exit; stepping onto a box pushes it one tile on if that tile is floor, an exit or a hole and
+holds no box and no player (so a box never pushes a box). A box pushed into a hole fills it: both
+vanish and the tile is floor. Walls, unfilled holes and the outside of the board stop players.
+
+Simultaneous lap, symmetric in the players (hence fair) and deterministic:
+1. each move is judged on the position at the start of the lap; it fails when its target, or its
+   box's landing tile, is blocked, and a tile holding a player at the start of the lap is blocked
+   even if that player leaves during the lap (no swaps, no following);
+2. each surviving move claims the tile its player steps on and, for a push, the box's landing
+   tile; moves whose claims overlap all fail (two players into one tile, two pushes of one box,
+   a box and a player into one tile). A failed player stays put on a tile nobody could claim,
+   so failures never cascade.
+
+The team wins (+1 for every player) once every player stands on an exit at the same time. It
+loses (-1 for all) after `limit` laps, or when the deadlock test below proves that some player
+can never reach an exit.
+
+Deadlock test, run at the start and after each lap with a push (only pushes change what it
+reads). It is sound: each fact it derives holds in every continuation, so a position from which
+the team can still win is never declared lost.
+- Frozen box: blocked on both axes by a wall, the board edge, a frozen box or a dead hole. A push
+  along an axis needs both neighbours on that axis usable (pusher on one, landing on the other),
+  so the box never moves again and acts as a wall.
+- Dead hole: no box can reach it in a relaxation that ignores players and movable boxes and lets
+  boxes and pushers cross holes; every real push is a relaxation push, so the hole stays open
+  forever and is a wall for players. A box is live when it can reach some hole this way. With
+  fewer than two live boxes nothing else can fill a hole first, so a box heading for hole h meets
+  every other hole still open and the relaxation then treats other holes as walls.
+- Each player's area over all tiles but walls, frozen boxes and dead holes (movable boxes and
+  live holes count as passable) must hold an exit not covered by a frozen box, and there must be
+  at least as many such exits as players; otherwise the game is lost.
+
+State array (int64): a header, then 7 planes of H row bitboards (bit c of word r = column c):
+  s[0] W  s[1] H  s[2] players  s[3] laps played  s[4] lap limit
+  s[5] status: 0 ongoing, 1 won, 2 lost on the limit, 3 lost by deadlock
+  s[6:10] player tiles r*W+c (unused slots 0)   s[10:12] spare
+  s[12 + k*H : 12 + (k+1)*H] plane k: walls, boxes, unfilled holes, exits, frozen boxes, dead
+  holes, scratch (all zero between kernel calls, so equal positions give equal arrays).
+
+Levels are text files under engine/boards/sokoban/: `w` wall, ` ` floor, `p` player (numbered in
+reading order), `b` box, `h` hole, `e` exit. Lines starting with `#` are headers such as
+`# name: corridors` and `# limit: 60` (laps; default 4 per non-wall tile). Short lines are padded
+with walls and outside the board counts as wall. At most 32x32 tiles, 1-4 players, at least as
+many exits as players; boxes and holes need not match in number. Observation per player: planes
+(6, H, W) of walls, boxes, unfilled holes, exits, own position, other players.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+
+from engine.bits import lowest_bit_index, popcount
+from engine.protocol import Game, GameError, KernelSet
+from engine.registry import register
+
+W_, H_, NP_, STEP, LIMIT, STATUS, PLAYERS, HEADER = 0, 1, 2, 3, 4, 5, 6, 12
+WALL, BOX, HOLE, EXIT, FROZEN, DEAD, SCR = 0, 1, 2, 3, 4, 5, 6
+NUM_PLANES = 7
+ONGOING, WON, LOST_LIMIT, LOST_DEADLOCK = 0, 1, 2, 3
+UP, DOWN, LEFT, RIGHT, STAY = 0, 1, 2, 3, 4
+MAX_SIZE, MAX_PLAYERS, OBS_PLANES = 32, 4, 6
+ACTION_NAMES = ("up", "down", "left", "right", "stay")
+BOARDS = Path(__file__).resolve().parent.parent / "boards" / "sokoban"
+SIMULTANEOUS = -2
+TERMINAL = -4
+
+
+# ---- bitboard helpers ----------------------------------------------------------------------
+@njit(cache=True, inline="always")
+def row(s, k, r):
+    return s[HEADER + k * s[H_] + r]
+
+
+@njit(cache=True, inline="always")
+def bit(s, k, r, c):
+    return (s[HEADER + k * s[H_] + r] >> c) & 1
+
+
+@njit(cache=True, inline="always")
+def full(s):
+    return (np.int64(1) << s[W_]) - 1
+
+
+@njit(cache=True, inline="always")
+def blocked(s, r):
+    """Permanent obstacles of row r, everything off the board included."""
+    if r < 0 or r >= s[H_]:
+        return np.int64(-1)
+    return row(s, WALL, r) | row(s, FROZEN, r) | row(s, DEAD, r) | ~full(s)
+
+
+@njit(cache=True, inline="always")
+def free(s, r, holes):
+    """Tiles of row r that boxes and pushers may use in the relaxation (holes optional)."""
+    f = ~blocked(s, r)
+    return f if holes else f & ~row(s, HOLE, r)
+
+
+@njit(cache=True, inline="always")
+def occupied(s, cell):
+    for p in range(s[NP_]):
+        if s[PLAYERS + p] == cell:
+            return True
+    return False
+
+
+@njit(cache=True)
+def clear_scratch(s):
+    base = HEADER + SCR * s[H_]
+    for r in range(s[H_]):
+        s[base + r] = 0
+
+
+# ---- deadlock analysis ---------------------------------------------------------------------
+@njit(cache=True)
+def freeze(s):
+    """Adds boxes blocked on both axes to the frozen plane, up to a fixpoint."""
+    h = s[H_]
+    while True:
+        changed = False
+        for r in range(h):
+            boxes = row(s, BOX, r) & ~row(s, FROZEN, r)
+            if boxes == 0:
+                continue
+            b = blocked(s, r)
+            horizontal = (b << 1) | 1 | (b >> 1)
+            vertical = blocked(s, r - 1) | blocked(s, r + 1)
+            stuck = boxes & horizontal & vertical
+            if stuck:
+                s[HEADER + FROZEN * h + r] |= stuck
+                changed = True
+        if not changed:
+            return
+
+
+@njit(cache=True)
+def box_fill(s, holes, stop):
+    """Grows the scratch plane backwards along box pushes; True once it holds a movable box."""
+    h = s[H_]
+    scr = HEADER + SCR * h
+    forward = True
+    while True:
+        changed = False
+        for i in range(h):
+            r = i if forward else h - 1 - i
+            x = s[scr + r]
+            f = free(s, r, holes)
+            if 0 < r < h - 1:
+                above, below = free(s, r - 1, holes), free(s, r + 1, holes)
+                x |= s[scr + r + 1] & f & above  # pushed down, pusher above
+                x |= s[scr + r - 1] & f & below  # pushed up, pusher below
+            while True:
+                y = x | ((x >> 1) & f & (f << 1)) | ((x << 1) & f & (f >> 1))
+                if y == x:
+                    break
+                x = y
+            if x != s[scr + r]:
+                s[scr + r] = x
+                changed = True
+            if stop and (x & row(s, BOX, r) & ~row(s, FROZEN, r)) != 0:
+                return True
+        forward = not forward
+        if not changed:
+            return False
+
+
+@njit(cache=True)
+def kill_holes(s):
+    """Marks holes no box can ever fill as dead; True when it found a new one."""
+    h = s[H_]
+    scr = HEADER + SCR * h
+    for r in range(h):
+        s[scr + r] = row(s, HOLE, r) & ~row(s, DEAD, r)
+    box_fill(s, True, False)
+    live = 0
+    for r in range(h):
+        live += popcount(s[scr + r] & row(s, BOX, r) & ~row(s, FROZEN, r))
+    clear_scratch(s)
+    found = False
+    for r in range(h):
+        open_holes = row(s, HOLE, r) & ~row(s, DEAD, r)
+        while open_holes:
+            c = lowest_bit_index(open_holes)
+            open_holes &= open_holes - 1
+            reachable = False
+            if live > 0:
+                s[scr + r] = np.int64(1) << c
+                reachable = box_fill(s, live >= 2, True)
+                clear_scratch(s)
+            if not reachable:
+                s[HEADER + DEAD * h + r] |= np.int64(1) << c
+                found = True
+    return found
+
+
+@njit(cache=True)
+def is_lost(s):
+    """The deadlock test of the module docstring."""
+    freeze(s)
+    while kill_holes(s):
+        freeze(s)
+    h, w = s[H_], s[W_]
+    scr = HEADER + SCR * h
+    exits = 0
+    for r in range(h):
+        s[scr + r] = row(s, EXIT, r) & ~row(s, FROZEN, r)
+        exits += popcount(s[scr + r])
+    if exits < s[NP_]:
+        clear_scratch(s)
+        return True
+    forward = True
+    changed = True
+    while changed:
+        changed = False
+        for i in range(h):
+            r = i if forward else h - 1 - i
+            f = free(s, r, True)
+            x = s[scr + r]
+            if r > 0:
+                x |= s[scr + r - 1] & f
+            if r < h - 1:
+                x |= s[scr + r + 1] & f
+            while True:
+                y = (x | (x << 1) | (x >> 1)) & f
+                if y == x:
+                    break
+                x = y
+            if x != s[scr + r]:
+                s[scr + r] = x
+                changed = True
+        forward = not forward
+    lost = False
+    for p in range(s[NP_]):
+        cell = s[PLAYERS + p]
+        if ((s[scr + cell // w] >> (cell % w)) & 1) == 0:
+            lost = True
+    clear_scratch(s)
+    return lost
+
+
+# ---- moves ---------------------------------------------------------------------------------
+@njit(cache=True)
+def candidate(s, p, a):
+    """(player target, box landing or -1) of a move judged on the lap's start; (-1, -1) fails."""
+    if p >= s[NP_] or a == STAY:
+        return -1, -1
+    w, h = s[W_], s[H_]
+    dr = 1 if a == DOWN else (-1 if a == UP else 0)
+    dc = 1 if a == RIGHT else (-1 if a == LEFT else 0)
+    pos = s[PLAYERS + p]
+    tr, tc = pos // w + dr, pos % w + dc
+    if tr < 0 or tr >= h or tc < 0 or tc >= w:
+        return -1, -1
+    target = tr * w + tc
+    if bit(s, WALL, tr, tc) or bit(s, HOLE, tr, tc) or occupied(s, target):
+        return -1, -1
+    if bit(s, BOX, tr, tc) == 0:
+        return target, -1
+    br, bc = tr + dr, tc + dc
+    if br < 0 or br >= h or bc < 0 or bc >= w:
+        return -1, -1
+    landing = br * w + bc
+    if bit(s, WALL, br, bc) or bit(s, BOX, br, bc) or occupied(s, landing):
+        return -1, -1
+    return target, landing
+
+
+@njit(cache=True, inline="always")
+def clash(t, b, u, c):
+    """Whether claims (t, b) and (u, c) overlap; u < 0 is a failed or idle move."""
+    if u < 0:
+        return False
+    return t == u or t == c or (b >= 0 and (b == u or b == c))
+
+
+@njit(cache=True)
+def move(s, p, t, b):
+    """Carries out a successful move; True when it pushed a box."""
+    s[PLAYERS + p] = t
+    if b < 0:
+        return False
+    w, h = s[W_], s[H_]
+    s[HEADER + BOX * h + t // w] &= ~(np.int64(1) << (t % w))
+    r, c = b // w, b % w
+    if bit(s, HOLE, r, c):
+        s[HEADER + HOLE * h + r] &= ~(np.int64(1) << c)
+    else:
+        s[HEADER + BOX * h + r] |= np.int64(1) << c
+    return True
+
+
+@njit(cache=True)
+def lap(s, a0, a1, a2, a3):
+    """One simultaneous lap (see the module docstring for the resolution rule)."""
+    t0, b0 = candidate(s, 0, a0)
+    t1, b1 = candidate(s, 1, a1)
+    t2, b2 = candidate(s, 2, a2)
+    t3, b3 = candidate(s, 3, a3)
+    ok0 = t0 >= 0 and not (clash(t0, b0, t1, b1) or clash(t0, b0, t2, b2) or clash(t0, b0, t3, b3))
+    ok1 = t1 >= 0 and not (clash(t1, b1, t0, b0) or clash(t1, b1, t2, b2) or clash(t1, b1, t3, b3))
+    ok2 = t2 >= 0 and not (clash(t2, b2, t0, b0) or clash(t2, b2, t1, b1) or clash(t2, b2, t3, b3))
+    ok3 = t3 >= 0 and not (clash(t3, b3, t0, b0) or clash(t3, b3, t1, b1) or clash(t3, b3, t2, b2))
+    pushed = False
+    if ok0:
+        pushed |= move(s, 0, t0, b0)
+    if ok1:
+        pushed |= move(s, 1, t1, b1)
+    if ok2:
+        pushed |= move(s, 2, t2, b2)
+    if ok3:
+        pushed |= move(s, 3, t3, b3)
+    s[STEP] += 1
+    w = s[W_]
+    won = True
+    for p in range(s[NP_]):
+        cell = s[PLAYERS + p]
+        if bit(s, EXIT, cell // w, cell % w) == 0:
+            won = False
+    if won:
+        s[STATUS] = WON
+    elif pushed and is_lost(s):
+        s[STATUS] = LOST_DEADLOCK
+    elif s[STEP] >= s[LIMIT]:
+        s[STATUS] = LOST_LIMIT
+
+
+# ---- kernels -------------------------------------------------------------------------------
+@njit(cache=True)
+def init(config):
+    s = config.copy()
+    s[STEP] = 0
+    s[STATUS] = LOST_DEADLOCK if is_lost(s) else ONGOING
+    return s
+
+
+@njit(cache=True)
+def current_player(s):
+    return SIMULTANEOUS if s[STATUS] == ONGOING else TERMINAL
+
+
+@njit(cache=True)
+def legal_actions(s, player, out):
+    if s[STATUS] != ONGOING or player < 0 or player >= s[NP_]:
+        return 0
+    for a in range(5):
+        out[a] = a
+    return 5
+
+
+@njit(cache=True)
+def chance_probability(s, action):
+    return 0.0
+
+
+@njit(cache=True)
+def apply_action(s, action):
+    """A lap where player 0 plays `action` and the others stay (what a 1-player level needs)."""
+    lap(s, action, STAY, STAY, STAY)
+
+
+@njit(cache=True)
+def apply_joint(s, joint):
+    n = joint.shape[0]
+    lap(
+        s,
+        joint[0],
+        joint[1] if n > 1 else STAY,
+        joint[2] if n > 2 else STAY,
+        joint[3] if n > 3 else STAY,
+    )
+
+
+@njit(cache=True)
+def returns(s, out):
+    value = 1.0 if s[STATUS] == WON else (-1.0 if s[STATUS] != ONGOING else 0.0)
+    for p in range(s[NP_]):
+        out[p] = value
+
+
+@njit(cache=True)
+def observation(s, player, out):
+    """Planes walls, boxes, unfilled holes, exits, own position, other players; row 0 on top."""
+    w, h = s[W_], s[H_]
+    cells = w * h
+    for r in range(h):
+        for c in range(w):
+            i = r * w + c
+            out[i] = bit(s, WALL, r, c)
+            out[cells + i] = bit(s, BOX, r, c)
+            out[2 * cells + i] = bit(s, HOLE, r, c)
+            out[3 * cells + i] = bit(s, EXIT, r, c)
+            out[4 * cells + i] = 0.0
+            out[5 * cells + i] = 0.0
+    for p in range(s[NP_]):
+        out[(4 if p == player else 5) * cells + s[PLAYERS + p]] = 1.0
+
+
+KERNELS = KernelSet(
+    init=init,
+    current_player=current_player,
+    legal_actions=legal_actions,
+    chance_probability=chance_probability,
+    apply_action=apply_action,
+    apply_joint=apply_joint,
+    returns=returns,
+    observation=observation,
+)
+
+
+# ---- levels --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Level:
+    """A parsed level: its name, where it came from and the state array before analysis."""
+
+    name: str
+    source: str
+    width: int
+    height: int
+    num_players: int
+    limit: int
+    config: np.ndarray
+
+
+def level_names() -> list[str]:
+    """The shipped levels, by file stem."""
+    return sorted(p.stem for p in BOARDS.glob("*.txt"))
+
+
+def load_level(spec: str) -> Level:
+    """A shipped level by name, or a level file by path (anything with a slash or `.txt`)."""
+    if "/" in spec or "\\" in spec or spec.endswith(".txt"):
+        path = Path(spec)
+    else:
+        path = BOARDS / f"{spec}.txt"
+        if not path.is_file():
+            raise GameError(f"sokoban: unknown level {spec!r}; shipped: {', '.join(level_names())}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise GameError(f"sokoban: cannot read level {str(path)!r}: {error}") from None
+    return parse_level(text, str(path), path.stem)
+
+
+def parse_level(text: str, source: str = "<level>", name: str = "level") -> Level:
+    """Parses level text; every problem raises GameError as `source:line:column: message`."""
+    meta: dict[str, tuple[str, int, int]] = {}
+    grid: list[tuple[int, str]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.startswith("#"):
+            key, colon, value = line[1:].partition(":")
+            if colon and key.strip():
+                meta[key.strip().lower()] = (value.strip(), number, len(line) - len(value) + 1)
+        else:
+            grid.append((number, line))
+    while grid and not grid[0][1].strip():
+        grid.pop(0)
+    while grid and not grid[-1][1].strip():
+        grid.pop()
+    if not grid:
+        raise GameError(f"{source}: empty level (no tile lines)")
+    if len(grid) > MAX_SIZE:
+        raise GameError(f"{source}:{grid[MAX_SIZE][0]}:1: more than {MAX_SIZE} rows")
+    height, width = len(grid), max(len(line) for _, line in grid)
+    walls, boxes, holes, exits = (np.zeros(height, dtype=np.int64) for _ in range(4))
+    players: list[int] = []
+    for r, (number, line) in enumerate(grid):
+        if len(line) > MAX_SIZE:
+            raise GameError(f"{source}:{number}:{MAX_SIZE + 1}: more than {MAX_SIZE} columns")
+        walls[r] |= ((1 << width) - 1) & ~((1 << len(line)) - 1)
+        for c, ch in enumerate(line):
+            if ch not in "w pbhe":
+                raise GameError(
+                    f"{source}:{number}:{c + 1}: unknown tile {ch!r}; tiles: w wall, space "
+                    "floor, p player, b box, h hole, e exit"
+                )
+            plane = {"w": walls, "b": boxes, "h": holes, "e": exits}.get(ch)
+            if plane is not None:
+                plane[r] |= 1 << c
+            if ch == "p":
+                if len(players) == MAX_PLAYERS:
+                    raise GameError(f"{source}:{number}:{c + 1}: more than {MAX_PLAYERS} players")
+                players.append(r * width + c)
+    if not players:
+        raise GameError(f"{source}: no player (tile 'p')")
+    num_exits = sum(bin(int(x)).count("1") for x in exits)
+    if num_exits < len(players):
+        raise GameError(f"{source}: {num_exits} exit(s) (tile 'e') for {len(players)} player(s)")
+    open_tiles = height * width - sum(bin(int(x)).count("1") for x in walls)
+    limit = 4 * open_tiles
+    if "limit" in meta:
+        value, number, column = meta["limit"]
+        if not re.fullmatch(r"[1-9][0-9]*", value):
+            raise GameError(f"{source}:{number}:{column}: limit must be a positive integer")
+        limit = int(value)
+    config = np.zeros(HEADER + NUM_PLANES * height, dtype=np.int64)
+    config[[W_, H_, NP_, LIMIT]] = width, height, len(players), limit
+    config[PLAYERS : PLAYERS + len(players)] = players
+    for k, plane in ((WALL, walls), (BOX, boxes), (HOLE, holes), (EXIT, exits)):
+        config[HEADER + k * height : HEADER + (k + 1) * height] = plane
+    if init(config)[STATUS] != ONGOING:
+        raise GameError(
+            f"{source}: lost from the start: some player can never reach an exit "
+            "(walls, stuck boxes or holes no box can fill are in the way)"
+        )
+    title = meta.get("name", (name, 0, 0))[0] or name
+    return Level(title, source, width, height, len(players), limit, config)
+
+
+# ---- the game ------------------------------------------------------------------------------
+@register
+class Sokoban(Game):
+    """Players push boxes into holes and must all stand on exit tiles at once."""
+
+    name = "sokoban"
+    kind = "puzzle"
+    simultaneous = True
+    neutral_action = STAY
+    default_params = {"level": "first"}  # noqa: RUF012 (the protocol's class attribute)
+
+    def _kernels(self) -> KernelSet:
+        return KERNELS
+
+    def _configure(self) -> None:
+        self.level = load_level(str(self.params["level"]))
+        self.num_players = self.level.num_players
+        self.teams = (0,) * self.num_players
+        self.num_actions = 5
+        self.observation_shape = (OBS_PLANES, self.level.height, self.level.width)
+        self.max_game_length = self.level.limit
+
+    def initial_config(self, rng: np.random.Generator, **scenario) -> np.ndarray:
+        if scenario:
+            raise GameError(
+                f"sokoban: unknown scenario option(s) {sorted(scenario)}; "
+                "choose the level with the game parameter `level`"
+            )
+        return self.level.config.copy()
+
+    def render(self, s: np.ndarray) -> str:
+        w, h = int(s[W_]), int(s[H_])
+        tiles = [[" "] * w for _ in range(h)]
+        for r in range(h):
+            for c in range(w):
+                for k, ch in ((EXIT, "e"), (HOLE, "h"), (BOX, "b"), (WALL, "w")):
+                    if bit(s, k, r, c):
+                        tiles[r][c] = ch
+        for p in range(int(s[NP_])):
+            cell = int(s[PLAYERS + p])
+            tiles[cell // w][cell % w] = str(p + 1)
+        status = ("playing", "won", "lost: lap limit", "lost: deadlock")[int(s[STATUS])]
+        lines = ["".join(line) for line in tiles]
+        lines.append(f"{self.level.name}  lap {int(s[STEP])}/{int(s[LIMIT])}  {status}")
+        return "\n".join(lines)
+
+    def action_to_string(self, player: int, action: int) -> str:
+        return ACTION_NAMES[action] if 0 <= action < 5 else str(action)
+
+    def parse_moves(self, text: str) -> list[int]:
+        """Integers, words (up, down, left, right, stay) or letter runs such as `rrdu s`."""
+        actions: list[int] = []
+        for token in filter(None, re.split(r"[\s,]+", text.strip().lower())):
+            if token.lstrip("-").isdigit():
+                actions.append(int(token))
+            elif token in ACTION_NAMES:
+                actions.append(ACTION_NAMES.index(token))
+            elif all(ch in "udlrs" for ch in token):
+                actions.extend("udlrs".index(ch) for ch in token)
+            else:
+                raise GameError(
+                    f"sokoban: bad move {token!r}; use 0-4, up/down/left/right/stay or u d l r s"
+                )
+        return actions

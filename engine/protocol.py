@@ -1,0 +1,375 @@
+"""The game protocol: OpenSpiel-style Game metadata and a thin State over a numba kernel set.
+
+Every game keeps its whole position in one flat int64 array and exposes pure-ish numba kernels
+over it (see `KernelSet`). `State` is the only Python object per position; search and data
+generation never create one per node, they call the kernels directly.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+CHANCE = -1
+SIMULTANEOUS = -2
+TERMINAL = -4
+
+KINDS = ("duel", "war", "puzzle")
+
+
+class IllegalActionError(ValueError):
+    """An action the current position does not allow; the state is left untouched."""
+
+    def __init__(self, action: Any, legal: Sequence[int], player: int | None = None):
+        who = "" if player is None else f" for player {player}"
+        super().__init__(f"illegal action {action}{who}; legal: {list(legal)}")
+        self.action = action
+        self.legal = list(legal)
+
+
+class GameError(ValueError):
+    """Bad game parameters or scenario (unknown option, unreadable level, ...)."""
+
+
+@dataclass(frozen=True)
+class KernelSet:
+    """The numba functions every game provides over its flat int64 state array `s`.
+
+    init(config int64[:]) -> int64[:]          a fresh state from a scenario config vector
+    current_player(s) -> int                   >= 0, CHANCE, SIMULTANEOUS or TERMINAL
+    legal_actions(s, player, out) -> int       writes legal action ids into `out`, returns count;
+                                               with player=CHANCE the chance outcomes; 0 for a
+                                               player that cannot act (a dead bike)
+    chance_probability(s, action) -> float     probability of a chance outcome
+    apply_action(s, action) -> None            turn-based or chance move, in place
+    apply_joint(s, joint int64[:]) -> None     simultaneous move of every player, in place
+    returns(s, out float64[:]) -> None         one value per player
+    observation(s, player, out float32[:])     flat observation tensor
+    """
+
+    init: Callable
+    current_player: Callable
+    legal_actions: Callable
+    chance_probability: Callable
+    apply_action: Callable
+    apply_joint: Callable
+    returns: Callable
+    observation: Callable
+
+    def search(self) -> tuple:
+        """The kernels generic loops take, in their argument order (see engine.loops)."""
+        return (
+            self.current_player,
+            self.legal_actions,
+            self.chance_probability,
+            self.apply_action,
+            self.apply_joint,
+            self.returns,
+        )
+
+
+class Game:
+    """Metadata plus the bridge from scenarios to kernel states; one subclass per game."""
+
+    name: ClassVar[str] = ""
+    kind: ClassVar[str] = "duel"
+    simultaneous: ClassVar[bool] = False
+    has_chance: ClassVar[bool] = False
+    #: action id that ends a multi-action turn, or None when every turn is one action
+    end_turn_action: ClassVar[int | None] = None
+    #: action recorded for a player that cannot act (padding in sequences)
+    neutral_action: ClassVar[int] = -1
+    #: parameters accepted by the constructor, with defaults (OpenSpiel's game parameters)
+    default_params: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, **params: Any):
+        unknown = set(params) - set(self.default_params)
+        if unknown:
+            raise GameError(
+                f"{self.name}: unknown parameter(s) {sorted(unknown)}; "
+                f"known: {sorted(self.default_params) or 'none'}"
+            )
+        self.params = {**self.default_params}
+        for key, value in params.items():
+            self.params[key] = _coerce(self.name, key, value, self.default_params[key])
+        self.num_players: int = 2
+        self.teams: tuple[int, ...] = (0, 1)
+        self.num_actions: int = 0
+        self.observation_shape: tuple[int, ...] = ()
+        self.max_game_length: int = 0
+        self.kernels: KernelSet = self._kernels()
+        self._configure()
+
+    # ---- what a game module fills in -------------------------------------------------------
+    def _kernels(self) -> KernelSet:
+        raise NotImplementedError
+
+    def _configure(self) -> None:
+        """Set num_players, teams, num_actions, observation_shape, max_game_length."""
+        raise NotImplementedError
+
+    def initial_config(self, rng: np.random.Generator, **scenario: Any) -> np.ndarray:
+        """The int64 config vector `init` turns into a state (scenario options live here)."""
+        if scenario:
+            raise GameError(f"{self.name}: unknown scenario option(s) {sorted(scenario)}")
+        return np.zeros(1, dtype=np.int64)
+
+    def render(self, s: np.ndarray) -> str:
+        raise NotImplementedError
+
+    def action_to_string(self, player: int, action: int) -> str:
+        return str(action)
+
+    # ---- notation --------------------------------------------------------------------------
+    def parse_moves(self, text: str) -> list[int]:
+        """A history as text: integers separated by spaces or commas (Connect 4 overrides)."""
+        text = text.strip()
+        if not text:
+            return []
+        tokens = [t for t in re.split(r"[\s,]+", text) if t]
+        try:
+            return [int(t) for t in tokens]
+        except ValueError:
+            raise GameError(f"{self.name}: moves must be integers, got {text!r}") from None
+
+    def format_moves(self, actions: Iterable[int]) -> str:
+        return " ".join(str(a) for a in actions)
+
+    # ---- the public protocol ---------------------------------------------------------------
+    def new_initial_state(self, seed: int | None = None, **scenario: Any) -> State:
+        """A fresh position; `opening=k` plays k seeded random moves first (turn-based games)."""
+        opening = int(scenario.pop("opening", 0))
+        rng = np.random.default_rng(seed)
+        config = self.initial_config(rng, **scenario)
+        state = State(self, self.kernels.init(config), config)
+        if opening:
+            state.play_random_opening(opening, rng)
+        return state
+
+    def state_from_history(
+        self, actions: Sequence[int], seed: int | None = None, **scenario: Any
+    ) -> State:
+        """Replays a flat history; a simultaneous lap is `num_players` consecutive entries.
+
+        The history already holds any random opening, so `opening` is not replayed twice.
+        """
+        scenario.pop("opening", None)
+        state = self.new_initial_state(seed, **scenario)
+        state.apply_history(actions)
+        return state
+
+    def new_state_array(self, seed: int | None = None, **scenario: Any) -> np.ndarray:
+        return self.new_initial_state(seed, **scenario).array
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "num_players": self.num_players,
+            "kind": self.kind,
+            "teams": list(self.teams),
+            "simultaneous": self.simultaneous,
+            "has_chance": self.has_chance,
+            "num_actions": self.num_actions,
+            "observation_shape": list(self.observation_shape),
+            "max_game_length": self.max_game_length,
+            "neutral_action": self.neutral_action,
+            "end_turn_action": self.end_turn_action,
+            "params": self.params,
+        }
+
+    def __repr__(self) -> str:
+        params = ",".join(f"{k}={v}" for k, v in self.params.items())
+        return f"{self.name}({params})"
+
+
+class State:
+    """One position: a flat kernel array, its history and the game it belongs to."""
+
+    __slots__ = ("_history", "array", "config", "game")
+
+    def __init__(self, game: Game, array: np.ndarray, config: np.ndarray):
+        self.game = game
+        self.array = array
+        self.config = config
+        self._history: list[int] = []
+
+    # ---- queries ---------------------------------------------------------------------------
+    def current_player(self) -> int:
+        return int(self.game.kernels.current_player(self.array))
+
+    def is_terminal(self) -> bool:
+        return self.current_player() == TERMINAL
+
+    def is_chance_node(self) -> bool:
+        return self.current_player() == CHANCE
+
+    def is_simultaneous_node(self) -> bool:
+        return self.current_player() == SIMULTANEOUS
+
+    def legal_actions(self, player: int | None = None) -> list[int]:
+        """Legal actions of `player` (default: the player to move, or chance outcomes)."""
+        current = self.current_player()
+        if current == TERMINAL:
+            return []
+        if player is None:
+            if current == SIMULTANEOUS:
+                raise ValueError("simultaneous node: name the player")
+            player = current
+        elif current != SIMULTANEOUS and player != current:
+            return []
+        buffer = np.empty(max(self.game.num_actions, 64), dtype=np.int64)
+        count = self.game.kernels.legal_actions(self.array, player, buffer)
+        return [int(a) for a in buffer[:count]]
+
+    def legal_actions_mask(self, player: int | None = None) -> np.ndarray:
+        mask = np.zeros(self.game.num_actions, dtype=np.int8)
+        mask[self.legal_actions(player)] = 1
+        return mask
+
+    def chance_outcomes(self) -> list[tuple[int, float]]:
+        if not self.is_chance_node():
+            return []
+        return [
+            (a, float(self.game.kernels.chance_probability(self.array, a)))
+            for a in self.legal_actions(CHANCE)
+        ]
+
+    def returns(self) -> list[float]:
+        out = np.zeros(self.game.num_players, dtype=np.float64)
+        self.game.kernels.returns(self.array, out)
+        return [float(x) for x in out]
+
+    def history(self) -> list[int]:
+        return list(self._history)
+
+    def observation_tensor(self, player: int | None = None) -> np.ndarray:
+        if player is None:
+            player = max(self.current_player(), 0)
+        out = np.zeros(int(np.prod(self.game.observation_shape)), dtype=np.float32)
+        self.game.kernels.observation(self.array, player, out)
+        return out.reshape(self.game.observation_shape)
+
+    def action_to_string(self, action: int, player: int | None = None) -> str:
+        if player is None:
+            player = self.current_player()
+        return self.game.action_to_string(player, action)
+
+    def clone(self) -> State:
+        twin = State(self.game, self.array.copy(), self.config)
+        twin._history = list(self._history)
+        return twin
+
+    def __str__(self) -> str:
+        return self.game.render(self.array)
+
+    # ---- moves -----------------------------------------------------------------------------
+    def apply_action(self, action: int) -> None:
+        """Plays one turn-based or chance action; raises IllegalActionError, leaving the state."""
+        current = self.current_player()
+        if current == SIMULTANEOUS:
+            raise IllegalActionError(action, [], None) from ValueError(
+                "simultaneous node: use apply_actions"
+            )
+        if current == TERMINAL:
+            raise IllegalActionError(action, [], None)
+        legal = self.legal_actions()
+        if not _is_int(action) or int(action) not in legal:
+            raise IllegalActionError(action, legal, current)
+        self.game.kernels.apply_action(self.array, int(action))
+        self._history.append(int(action))
+
+    def apply_actions(self, actions: Sequence[int]) -> None:
+        """Plays one simultaneous lap: one action per player (neutral for those who cannot act)."""
+        if self.current_player() != SIMULTANEOUS:
+            if len(actions) == 1:
+                return self.apply_action(actions[0])
+            raise IllegalActionError(list(actions), [], None)
+        n = self.game.num_players
+        if len(actions) != n:
+            raise IllegalActionError(list(actions), [], None) from ValueError(
+                f"expected {n} actions"
+            )
+        joint = np.empty(n, dtype=np.int64)
+        for player, action in enumerate(actions):
+            legal = self.legal_actions(player)
+            if not legal:
+                joint[player] = self.game.neutral_action
+                continue
+            if not _is_int(action) or int(action) not in legal:
+                raise IllegalActionError(action, legal, player)
+            joint[player] = int(action)
+        self.game.kernels.apply_joint(self.array, joint)
+        self._history.extend(int(a) for a in joint)
+
+    def apply_history(self, actions: Sequence[int]) -> None:
+        i = 0
+        while i < len(actions):
+            if self.current_player() == SIMULTANEOUS:
+                lap = list(actions[i : i + self.game.num_players])
+                if len(lap) < self.game.num_players:
+                    raise IllegalActionError(lap, [], None)
+                self.apply_actions(lap)
+                i += self.game.num_players
+            else:
+                self.apply_action(actions[i])
+                i += 1
+
+    def random_action(self, rng: np.random.Generator, player: int | None = None) -> int:
+        """A uniform legal action (chance outcomes by their probabilities)."""
+        if player is None and self.is_chance_node():
+            outcomes = self.chance_outcomes()
+            probs = np.array([p for _, p in outcomes])
+            return outcomes[int(rng.choice(len(outcomes), p=probs / probs.sum()))][0]
+        legal = self.legal_actions(player)
+        return legal[int(rng.integers(len(legal)))] if legal else self.game.neutral_action
+
+    def play_random_opening(self, plies: int, rng: np.random.Generator) -> None:
+        """Random moves that never end the game (the scenario of seeded openings)."""
+        for _ in range(plies):
+            if self.is_terminal():
+                return
+            candidates = []
+            for action in self._candidate_moves(rng):
+                trial = self.clone()
+                trial._apply_any(action)
+                if not trial.is_terminal():
+                    candidates.append(action)
+            if not candidates:
+                return
+            self._apply_any(candidates[int(rng.integers(len(candidates)))])
+
+    def _candidate_moves(self, rng: np.random.Generator) -> list:
+        if self.is_simultaneous_node():
+            return [
+                [self.random_action(rng, p) for p in range(self.game.num_players)] for _ in range(8)
+            ]
+        if self.is_chance_node():
+            return [self.random_action(rng)]
+        return self.legal_actions()
+
+    def _apply_any(self, move) -> None:
+        if isinstance(move, list):
+            self.apply_actions(move)
+        else:
+            self.apply_action(move)
+
+
+def _coerce(game: str, key: str, value: Any, default: Any) -> Any:
+    """Text from a game spec (`players=4`) becomes the type of the parameter's default."""
+    if not isinstance(value, str) or isinstance(default, str) or default is None:
+        return value
+    kind = type(default)
+    try:
+        if kind is bool:
+            return {"true": True, "1": True, "false": False, "0": False}[value.lower()]
+        return kind(value)
+    except (KeyError, ValueError):
+        raise GameError(f"{game}: parameter {key}={value!r} must be {kind.__name__}") from None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)

@@ -1,0 +1,188 @@
+"""The `gridbots` command line (the stable contract of DESIGN.md).
+
+Every command is a thin shell over engine/agents functions. Errors a user can cause (unknown
+game, illegal history, bad flag) print one line on stderr and exit with code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(
+    name="gridbots",
+    help="A factory for game-playing bots on grid games.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+bench_app = typer.Typer(help="Speed measurements (JSON with --json).", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+
+class UserError(Exception):
+    """A problem with the user's input: reported as one line, exit code 2."""
+
+
+def _game(spec: str):
+    from engine import parse_game_spec
+
+    return parse_game_spec(spec)
+
+
+@app.command()
+def games(as_json: Annotated[bool, typer.Option("--json", help="Machine-readable.")] = False):
+    """List the registered games and their metadata."""
+    from engine import game_names, load_game
+
+    rows = [load_game(name).metadata() for name in game_names()]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="gridbots games")
+    for column in ("name", "kind", "players", "simultaneous", "chance", "actions", "max length"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(
+            row["name"],
+            row["kind"],
+            str(row["num_players"]),
+            "yes" if row["simultaneous"] else "no",
+            "yes" if row["has_chance"] else "no",
+            str(row["num_actions"]),
+            str(row["max_game_length"]),
+        )
+    Console().print(table)
+
+
+@app.command()
+def perft(
+    game: Annotated[str, typer.Argument(help="Game name, optionally with parameters.")],
+    depth: Annotated[int, typer.Option(min=0, max=20, help="Deepest level to count.")],
+    moves: Annotated[str, typer.Option(help="History to start from.")] = "",
+    seed: Annotated[int | None, typer.Option(help="Scenario seed.")] = None,
+):
+    """Leaf counts of the game tree, one line `d count` per depth."""
+    from engine.loops import count_leaves
+
+    g = _game(game)
+    state = g.state_from_history(g.parse_moves(moves), seed=seed)
+    for d in range(1, depth + 1):
+        typer.echo(f"{d} {count_leaves(g, state.array, d)}")
+        sys.stdout.flush()
+
+
+@bench_app.command("engine")
+def bench_engine(
+    game: Annotated[str, typer.Argument(help="Game name, optionally with parameters.")],
+    seconds: Annotated[float, typer.Option(min=0.05, help="Measuring time.")] = 2.0,
+    seed: Annotated[int, typer.Option(help="Scenario and RNG seed.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+):
+    """Single-thread random playouts from the initial state."""
+    from engine.bench import measure_random_playouts
+
+    result = measure_random_playouts(_game(game), seconds=seconds, seed=seed)
+    if as_json:
+        typer.echo(json.dumps(result))
+    else:
+        typer.echo(
+            f"{result['game']}: {result['games_per_s']:,.0f} games/s, "
+            f"{result['moves_per_s']:,.0f} moves/s, mean length {result['mean_length']:.1f}"
+        )
+
+
+@app.command()
+def show(
+    game: Annotated[str, typer.Argument(help="Game name, optionally with parameters.")],
+    seed: Annotated[int, typer.Option(help="Seed for the scenario and the agents.")] = 0,
+    agents: Annotated[
+        str, typer.Option(help="Comma-separated agent specs, one per seat (default random).")
+    ] = "",
+    delay: Annotated[float, typer.Option(min=0, help="Seconds to pause between boards.")] = 0.0,
+):
+    """Plays one game and prints the board after every move."""
+    from agents import make_seats
+    from engine import SIMULTANEOUS
+
+    g = _game(game)
+    seats = make_seats(agents, g, seed=seed)
+    state = g.new_initial_state(seed=seed)
+    typer.echo(f"{g!r}, seed {seed}: {', '.join(seat.spec for seat in seats)}\n")
+    typer.echo(str(state))
+    import numpy as np
+
+    chance_rng = np.random.default_rng(seed)
+    step = 0
+    while not state.is_terminal():
+        step += 1
+        player = state.current_player()
+        if player == SIMULTANEOUS:
+            actions = [
+                seats[p].step(state, p) if state.legal_actions(p) else g.neutral_action
+                for p in range(g.num_players)
+            ]
+            said = ", ".join(f"P{p + 1} {g.action_to_string(p, a)}" for p, a in enumerate(actions))
+            state.apply_actions(actions)
+        elif player < 0:
+            action = state.random_action(chance_rng)
+            said = f"chance {g.action_to_string(player, action)}"
+            state.apply_action(action)
+        else:
+            action = seats[player].step(state, player)
+            said = f"P{player + 1} {g.action_to_string(player, action)}"
+            state.apply_action(action)
+        typer.echo(f"\nstep {step}: {said}\n{state}")
+        if delay:
+            time.sleep(delay)
+    typer.echo(f"\nreturns: {state.returns()}")
+    typer.echo(f"history: {g.format_moves(state.history())}")
+
+
+@app.command("new-game")
+def new_game(
+    name: Annotated[str, typer.Argument(help="Module name of the new game.")],
+    kind: Annotated[str, typer.Option(help="duel | war | puzzle")] = "duel",
+    root: Annotated[Path, typer.Option(help="Repository root (holds engine/).")] = Path("."),
+):
+    """Writes a working game module and its test file, with markers where the rules go."""
+    from engine.scaffold import write_game
+
+    for path in write_game(name, kind, root):
+        typer.echo(f"wrote {path}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: user errors become one stderr line and exit code 2, never a traceback."""
+    from engine.protocol import GameError, IllegalActionError
+
+    command = typer.main.get_command(app)
+    try:
+        command.main(args=argv, prog_name="gridbots", standalone_mode=False)
+    except typer.Exit as done:
+        return done.exit_code
+    except typer.Abort:
+        print("gridbots: aborted", file=sys.stderr)
+        return 130
+    except typer.TyperException as problem:  # usage errors: bad flags, missing arguments
+        message = problem.format_message() if hasattr(problem, "format_message") else problem
+        print(f"gridbots: error: {message}", file=sys.stderr)
+        return 2
+    except (GameError, IllegalActionError, UserError, FileNotFoundError) as problem:
+        print(f"gridbots: error: {problem}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

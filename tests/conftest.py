@@ -1,0 +1,22 @@
+"""Shared test settings: no telemetry, a quiet numba, hypothesis profiles sized for 2 cores."""
+
+import os
+
+for key, value in {
+    "DO_NOT_TRACK": "1",
+    "MLFLOW_DISABLE_TELEMETRY": "1",
+    "DVC_NO_ANALYTICS": "1",
+    "GX_ANALYTICS_ENABLED": "false",
+}.items():
+    os.environ.setdefault(key, value)
+
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile(
+    "default",
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
+)
+settings.load_profile("default")

@@ -1,0 +1,72 @@
+"""UCT search: finds wins and blocks in hand-worked positions, beats random, handles chance."""
+
+import numpy as np
+import pytest
+
+from agents import AgentError, make, make_seats
+from engine import load_game
+from engine.match import play_match
+
+
+@pytest.fixture(scope="module")
+def connect4():
+    return load_game("connect4")
+
+
+def test_takes_the_immediate_win(connect4):
+    state = connect4.state_from_history(connect4.parse_moves("121212"))
+    assert make("mcts:sims=400", connect4, seed=1).step(state) == 0  # column 1 completes four
+
+
+def test_blocks_the_only_threat(connect4):
+    state = connect4.state_from_history(connect4.parse_moves("15253"))  # X holds 1,2,3
+    assert make("mcts:sims=3000", connect4, seed=2).step(state) == 3  # O must play column 4
+
+
+def test_tree_counts_every_simulation(connect4):
+    agent = make("mcts:sims=500", connect4, seed=3)
+    agent.step(connect4.new_initial_state())
+    actions, visits, _ = agent.last_tree.root_children()
+    assert sorted(actions.tolist()) == list(range(7))
+    assert visits.sum() == 500 and agent.last_tree.visits[0] == 500
+
+
+def test_same_seed_same_move(connect4):
+    state = connect4.state_from_history(connect4.parse_moves("44"))
+    moves = {make("mcts:sims=200", connect4, seed=9).step(state) for _ in range(3)}
+    assert len(moves) == 1
+
+
+def test_beats_random_with_sides_swapped(connect4):
+    result = play_match(
+        connect4,
+        lambda seed: make("mcts:sims=200", connect4, seed=seed),
+        lambda seed: make("random", connect4, seed=seed),
+        games=10,
+    )
+    assert result.wins >= 9
+
+
+def test_pig_chance_nodes_and_multi_action_turns():
+    pig = load_game("pig", target=20)
+    agent = make("mcts:sims=300", pig, seed=4)
+    state = pig.new_initial_state()
+    assert agent.step(state) in state.legal_actions()
+    tree = agent.last_tree
+    # the child for `roll` leads to a chance node whose six outcomes are sampled evenly
+    roll = tree.first_child[0] + list(
+        tree.action[tree.first_child[0] : tree.first_child[0] + 2]
+    ).index(0)
+    outcomes = slice(tree.first_child[roll], tree.first_child[roll] + tree.num_children[roll])
+    assert tree.num_children[roll] == 6
+    assert np.ptp(tree.visits[outcomes]) <= 1
+
+
+def test_bad_specs_are_rejected(connect4):
+    for spec in ("mcts:sims=0", "mcts:sims=abc", "mcts:depth=3", "mcts:c"):
+        with pytest.raises(AgentError):
+            make(spec, connect4)
+    with pytest.raises(AgentError):
+        make("mcts", load_game("lazerbike"))
+    with pytest.raises(AgentError):
+        make_seats("random;random;random", connect4)
