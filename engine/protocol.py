@@ -83,6 +83,8 @@ class Game:
     end_turn_action: ClassVar[int | None] = None
     #: action recorded for a player that cannot act (padding in sequences)
     neutral_action: ClassVar[int] = -1
+    #: optional numba heuristic `evaluate(s, player) -> float` in [-1, 1] for search agents
+    evaluate: ClassVar[Callable | None] = None
     #: parameters accepted by the constructor, with defaults (OpenSpiel's game parameters)
     default_params: ClassVar[dict[str, Any]] = {}
 
@@ -164,6 +166,12 @@ class Game:
 
     def new_state_array(self, seed: int | None = None, **scenario: Any) -> np.ndarray:
         return self.new_initial_state(seed, **scenario).array
+
+    def spec(self) -> str:
+        """The game spec string that rebuilds this game (`lazerbike:players=4,teams=0101`)."""
+        changed = {k: v for k, v in self.params.items() if v != self.default_params.get(k)}
+        options = ",".join(f"{k}={v}" for k, v in changed.items())
+        return f"{self.name}:{options}" if options else self.name
 
     def metadata(self) -> dict[str, Any]:
         return {

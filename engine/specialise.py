@@ -82,22 +82,27 @@ def _digest(paths: Sequence[str]) -> str:
     return _DIGESTS[key]
 
 
-def bind(loop: Generic, kernels: Sequence[Callable]) -> Callable:
-    """The numba-compiled copy of `loop` for one game's kernels (`KernelSet.search()` order)."""
+def bind(loop: Generic, kernels: Sequence[Callable], **extra: Callable) -> Callable:
+    """The numba-compiled copy of `loop` for one game's kernels (`KernelSet.search()` order).
+
+    `extra` binds further names the loop calls, such as a game's `evaluate` heuristic.
+    """
     kernels = tuple(kernels)
     kernel_file = inspect.getfile(sys.modules[kernels[0].py_func.__module__])
-    loop_file = inspect.getfile(loop.py_func)
-    files = [kernel_file, loop_file, str(_ENGINE / "loops.py"), str(_ENGINE / "bits.py")]
-    game_tag = Path(kernel_file).stem
-    tag = f"{game_tag}_{_digest(files)}"
+    files = [kernel_file, inspect.getfile(loop.py_func), str(_ENGINE / "loops.py")]
+    files += [str(_ENGINE / "bits.py")]
+    files += [inspect.getfile(sys.modules[fn.py_func.__module__]) for fn in extra.values()]
+    extra_tag = "".join(f"_{name}-{fn.__name__}" for name, fn in sorted(extra.items()))
+    tag = f"{Path(kernel_file).stem}{extra_tag}_{_digest(files)}"
     key = (id(loop), tag)
     if key in _BOUND:
         return _BOUND[key]
     namespace = dict(loop.py_func.__globals__)
     namespace.update(zip(KERNEL_NAMES, kernels, strict=True))
+    namespace.update(extra)
     for name in loop.py_func.__code__.co_names:  # the globals this loop actually uses
         if isinstance(namespace.get(name), Generic):
-            namespace[name] = bind(namespace[name], kernels)
+            namespace[name] = bind(namespace[name], kernels, **extra)
     code = loop.py_func.__code__
     name = f"{code.co_name}__{tag}"
     copy = types.FunctionType(code, namespace, name, loop.py_func.__defaults__)

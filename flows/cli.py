@@ -160,6 +160,22 @@ def new_game(
         typer.echo(f"wrote {path}")
 
 
+def _register_command_groups() -> None:
+    """Commands that live in their own modules (each exposes `register(app)`)."""
+    import importlib
+
+    for module in COMMAND_MODULES:
+        try:
+            importlib.import_module(module).register(app)
+        except ModuleNotFoundError as missing:
+            if missing.name != module:
+                raise
+
+
+COMMAND_MODULES = ("flows.play_commands",)
+_register_command_groups()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: user errors become one stderr line and exit code 2, never a traceback."""
     from engine.protocol import GameError, IllegalActionError

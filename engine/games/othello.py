@@ -125,16 +125,10 @@ def flips(move, own, opp):
 def _settle(s, mover, own, opp):
     """Hands the turn to the opponent of `mover` (own/opp are mover's discs and the other's)."""
     nxt = 1 - mover
+    s[TO_MOVE] = nxt
     legal = mobility(opp, own)
-    if legal != np.uint64(0):
-        s[TO_MOVE] = nxt
-        s[LEGAL] = np.int64(legal)
-    elif mobility(own, opp) != np.uint64(0):
-        s[TO_MOVE] = nxt
-        s[LEGAL] = 0
-    else:
-        s[TO_MOVE] = nxt
-        s[LEGAL] = 0
+    s[LEGAL] = np.int64(legal)
+    if legal == np.uint64(0) and mobility(own, opp) == np.uint64(0):
         mine, theirs = popcount(own), popcount(opp)
         s[STATUS] = DRAW if mine == theirs else (mover if mine > theirs else nxt)
 
