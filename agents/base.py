@@ -28,7 +28,7 @@ class Agent:
 
 
 _BUILDERS: dict[str, Callable[..., Agent]] = {}
-_BUILTIN_MODULES = ("agents.random_agent", "agents.mcts")
+_BUILTIN_MODULES = ("agents.random_agent", "agents.mcts", "agents.heuristic_agent")
 
 
 def builder(name: str):

@@ -41,6 +41,7 @@ class Tree:
         self.mover = np.full(capacity, CHANCE, dtype=np.int64)
         self.visits = np.zeros(capacity, dtype=np.int64)
         self.value = np.zeros(capacity, dtype=np.float64)
+        self.proven = np.zeros(capacity, dtype=np.int64)
         self.size = np.ones(1, dtype=np.int64)
 
     def arrays(self) -> tuple:
@@ -52,6 +53,7 @@ class Tree:
             self.mover,
             self.visits,
             self.value,
+            self.proven,
             self.size,
         )
 
@@ -63,9 +65,23 @@ class Tree:
         means = np.where(visits > 0, self.value[kids] / np.maximum(visits, 1), 0.0)
         return self.action[kids].copy(), visits.copy(), means
 
+    def best_child(self, node: int = ROOT) -> int:
+        """A proven win if there is one; else the most visited child not proven lost (then the
+        better mean)."""
+        first, count = self.first_child[node], self.num_children[node]
+        kids = np.arange(first, first + count)
+        proven = self.proven[kids]
+        if (proven == 1).any():
+            return int(kids[np.argmax(proven == 1)])
+        if (proven == -1).any() and not (proven == -1).all():
+            kids = kids[proven != -1]
+        visits = self.visits[kids]
+        means = self.value[kids] / np.maximum(visits, 1)
+        return int(kids[np.lexsort((means, visits))[-1]])
+
 
 @njit(inline="always")
-def _select(node, chance_node, first_child, num_children, visits, value, c, rng):
+def _select(node, chance_node, first_child, num_children, visits, value, proven, c, rng):
     start = first_child[node]
     end = start + num_children[node]
     best = start
@@ -77,7 +93,9 @@ def _select(node, chance_node, first_child, num_children, visits, value, c, rng)
     log_parent = np.log(max(visits[node], 1))
     best_score = -np.inf
     for child in range(start, end):
-        if visits[child] == 0:
+        if proven[child] != 0:  # solver: a proven win first, a proven loss last
+            score = 2e9 * proven[child] + rand_unit(rng)
+        elif visits[child] == 0:
             score = 1e9 + rand_unit(rng)  # every move once, in random order
         else:
             score = value[child] / visits[child] + c * np.sqrt(log_parent / visits[child])
@@ -103,9 +121,15 @@ def uct_search(
     mover,
     visits,
     value,
+    proven,
     size,
+    solve,
 ):
-    """Runs `simulations` more simulations on the tree rooted at state `root`."""
+    """Runs `simulations` more simulations on the tree rooted at state `root`.
+
+    With `solve`, proven results (1 win / -1 loss for the node's mover, two-player zero-sum)
+    propagate up the tree, and the search stops once the root's value is known.
+    """
     capacity = parent.shape[0]
     buffer = np.empty(max(num_actions, 64), dtype=np.int64)
     joint = np.empty(num_players, dtype=np.int64)
@@ -122,6 +146,7 @@ def uct_search(
                 num_children,
                 visits,
                 value,
+                proven,
                 c,
                 rng,
             )
@@ -140,18 +165,62 @@ def uct_search(
                     mover[child] = player
                     visits[child] = 0
                     value[child] = 0.0
+                    proven[child] = 0
                 first_child[node] = first
                 num_children[node] = count
                 size[0] += count
                 node = first + rand_below(rng, count)
                 apply_action(s, action[node])
+        leaf_is_terminal = current_player(s) == TERMINAL
         random_playout(s, num_players, neutral, rng, buffer, joint)
         returns(s, outcome)
-        while node != -1:
-            visits[node] += 1
-            if mover[node] >= 0:
-                value[node] += outcome[mover[node]]
-            node = parent[node]
+        if solve and leaf_is_terminal and mover[node] >= 0 and outcome[mover[node]] != 0:
+            proven[node] = 1 if outcome[mover[node]] > 0 else -1
+            if _propagate_proof(node, parent, first_child, num_children, mover, proven):
+                _backup(node, parent, mover, visits, value, outcome)
+                return
+        _backup(node, parent, mover, visits, value, outcome)
+
+
+@njit(inline="always")
+def _backup(node, parent, mover, visits, value, outcome):
+    while node != -1:
+        visits[node] += 1
+        if mover[node] >= 0:
+            value[node] += outcome[mover[node]]
+        node = parent[node]
+
+
+@njit
+def _propagate_proof(node, parent, first_child, num_children, mover, proven):
+    """Carries a new proof upwards; True once the root's value is proven."""
+    while node != ROOT:
+        up = parent[node]
+        chooser = mover[node]  # the player who picks among `up`'s children
+        if chooser < 0:
+            return False  # never prove through chance
+        if proven[node] == 1:
+            result = 1
+        else:
+            first = first_child[up]
+            for child in range(first, first + num_children[up]):
+                if proven[child] != -1:
+                    return False
+            result = -1
+        if up == ROOT:
+            return True
+        if mover[up] < 0:
+            return False
+        proven[up] = result if mover[up] == chooser else -result
+        node = up
+    return True
+
+
+def _boolean(text: str) -> bool:
+    lowered = text.lower()
+    if lowered not in ("true", "false", "1", "0", "yes", "no"):
+        raise ValueError(text)
+    return lowered in ("true", "1", "yes")
 
 
 @builder("mcts")
@@ -163,6 +232,7 @@ class MCTSAgent(Agent):
         self.sims = option(options, "sims", int, 1000)
         self.ms = option(options, "ms", float, 0.0)
         self.c = option(options, "c", float, 1.41)
+        self.solve = option(options, "solve", _boolean, False)
         if options:
             raise AgentError(f"mcts: unknown option(s) {sorted(options)}")
         if self.sims < 1 or self.ms < 0 or self.c < 0:
@@ -182,15 +252,28 @@ class MCTSAgent(Agent):
         if self.ms:
             deadline = time.perf_counter() + self.ms / 1000
             while time.perf_counter() < deadline:
-                search(*run, 64, self.c, self._rng, *tree.arrays())
+                search(*run, 64, self.c, self._rng, *tree.arrays(), self.solve)
         else:
-            search(*run, self.sims, self.c, self._rng, *tree.arrays())
+            search(*run, self.sims, self.c, self._rng, *tree.arrays(), self.solve)
         self.last_tree = tree
         return tree
 
     def step(self, state: State, player: int | None = None) -> int:
         if state.current_player() in (CHANCE, SIMULTANEOUS, TERMINAL):
             return state.random_action(self.rng, player)
-        actions, visits, means = self.search(state).root_children()
-        best = np.lexsort((means, visits))[-1]  # most visited, then best mean
-        return int(actions[best])
+        tree = self.search(state)
+        return int(tree.action[tree.best_child()])
+
+    def plan(self, state: State) -> list[int]:
+        """The whole turn: most-visited actions down the tree until the turn ends (END_TURN or
+        another player to move), for games with multi-action turns."""
+        tree = self.search(state)
+        player, node, actions = state.current_player(), ROOT, []
+        while tree.num_children[node] > 0:
+            node = tree.best_child(node)
+            if tree.mover[node] != player:
+                break
+            actions.append(int(tree.action[node]))
+            if actions[-1] == self.game.end_turn_action or tree.visits[node] == 0:
+                break
+        return actions

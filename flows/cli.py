@@ -100,6 +100,26 @@ def bench_engine(
         )
 
 
+@bench_app.command("mcts")
+def bench_mcts(
+    game: Annotated[str, typer.Argument(help="Game name, optionally with parameters.")],
+    sims: Annotated[int, typer.Option(min=1, help="Simulations per move.")] = 1000,
+    repeats: Annotated[int, typer.Option(min=1, help="Moves to time (median).")] = 20,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+):
+    """One MCTS move from the initial state: seconds per move and simulations per second."""
+    from agents.bench import measure_mcts
+
+    result = measure_mcts(_game(game), sims=sims, repeats=repeats)
+    if as_json:
+        typer.echo(json.dumps(result))
+    else:
+        typer.echo(
+            f"{result['game']}: {result['seconds_per_move'] * 1000:.2f} ms per {sims}-simulation "
+            f"move, {result['sims_per_s']:,.0f} simulations/s"
+        )
+
+
 @app.command()
 def show(
     game: Annotated[str, typer.Argument(help="Game name, optionally with parameters.")],

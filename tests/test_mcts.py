@@ -70,3 +70,31 @@ def test_bad_specs_are_rejected(connect4):
         make("mcts", load_game("lazerbike"))
     with pytest.raises(AgentError):
         make_seats("random;random;random", connect4)
+
+
+def test_solver_proves_an_immediate_win_and_stops_early(connect4):
+    state = connect4.state_from_history(connect4.parse_moves("121212"))
+    agent = make("mcts:sims=5000,solve=true", connect4, seed=5)
+    assert agent.step(state) == 0
+    tree = agent.last_tree
+    assert tree.proven[tree.best_child()] == 1
+    assert tree.visits[0] < 5000  # the root was proven before the budget ran out
+
+
+def test_solver_proves_a_lost_position(connect4):
+    # O to move; X threatens columns 1 and 5 on the bottom row at once: every move loses
+    state = connect4.state_from_history(connect4.parse_moves("2636"))
+    state.apply_action(3)  # X plays column 4: X holds 2,3,4 on the bottom row
+    agent = make("mcts:sims=20000,solve=true", connect4, seed=6)
+    agent.step(state)
+    kids = agent.last_tree.proven[
+        agent.last_tree.first_child[0] : agent.last_tree.first_child[0] + 7
+    ]
+    assert (kids == -1).all()
+
+
+def test_plan_is_the_rest_of_the_turn():
+    pig = load_game("pig", target=20)
+    agent = make("mcts:sims=400", pig, seed=7)
+    plan = agent.plan(pig.new_initial_state())
+    assert plan in ([0], [1])  # a roll hands over to chance; a hold ends the turn

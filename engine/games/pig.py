@@ -196,6 +196,24 @@ class Pig(Game):
             rows.append("draw" if status == DRAW else f"P{status} wins")
         return "\n".join(rows)
 
+    def heuristic_action(self, state, player: int, options: dict[str, str]) -> int:
+        """The classic "hold at N" strategy: roll until the turn total reaches `hold` (default
+        20) or would win the game, then hold."""
+        unknown = set(options) - {"hold"}
+        if unknown:
+            raise GameError(f"pig heuristic: unknown option(s) {sorted(unknown)}")
+        try:
+            hold = int(options.get("hold", 20))
+        except ValueError:
+            raise GameError(
+                f"pig heuristic: hold must be an integer, got {options['hold']!r}"
+            ) from None
+        s = state.array
+        turn_total, banked = int(s[TURN_TOTAL]), int(s[SCORE0 + player])
+        if turn_total >= hold or banked + turn_total >= int(s[TARGET]):
+            return HOLD
+        return ROLL
+
     def action_to_string(self, player: int, action: int) -> str:
         if player == CHANCE:
             return str(action + 1)

@@ -143,8 +143,9 @@ def freeze(s):
 
 
 @njit(cache=True)
-def box_fill(s, holes, stop):
-    """Grows the scratch plane backwards along box pushes; True once it holds a movable box."""
+def fill(s, boxes, holes, stop):
+    """Grows the scratch plane to a fixpoint: over player steps, or (boxes) backwards along box
+    pushes using `free(holes)` tiles; with `stop`, returns True once it holds a movable box."""
     h = s[H_]
     scr = HEADER + SCR * h
     forward = True
@@ -154,12 +155,17 @@ def box_fill(s, holes, stop):
             r = i if forward else h - 1 - i
             x = s[scr + r]
             f = free(s, r, holes)
-            if 0 < r < h - 1:
+            if boxes and 0 < r < h - 1:
                 above, below = free(s, r - 1, holes), free(s, r + 1, holes)
                 x |= s[scr + r + 1] & f & above  # pushed down, pusher above
                 x |= s[scr + r - 1] & f & below  # pushed up, pusher below
+            elif not boxes:
+                x |= ((s[scr + r - 1] if r > 0 else 0) | (s[scr + r + 1] if r < h - 1 else 0)) & f
             while True:
-                y = x | ((x >> 1) & f & (f << 1)) | ((x << 1) & f & (f >> 1))
+                if boxes:
+                    y = x | ((x >> 1) & f & (f << 1)) | ((x << 1) & f & (f >> 1))
+                else:
+                    y = (x | (x << 1) | (x >> 1)) & f
                 if y == x:
                     break
                 x = y
@@ -180,7 +186,7 @@ def kill_holes(s):
     scr = HEADER + SCR * h
     for r in range(h):
         s[scr + r] = row(s, HOLE, r) & ~row(s, DEAD, r)
-    box_fill(s, True, False)
+    fill(s, True, True, False)
     live = 0
     for r in range(h):
         live += popcount(s[scr + r] & row(s, BOX, r) & ~row(s, FROZEN, r))
@@ -194,7 +200,7 @@ def kill_holes(s):
             reachable = False
             if live > 0:
                 s[scr + r] = np.int64(1) << c
-                reachable = box_fill(s, live >= 2, True)
+                reachable = fill(s, True, live >= 2, True)
                 clear_scratch(s)
             if not reachable:
                 s[HEADER + DEAD * h + r] |= np.int64(1) << c
@@ -217,27 +223,7 @@ def is_lost(s):
     if exits < s[NP_]:
         clear_scratch(s)
         return True
-    forward = True
-    changed = True
-    while changed:
-        changed = False
-        for i in range(h):
-            r = i if forward else h - 1 - i
-            f = free(s, r, True)
-            x = s[scr + r]
-            if r > 0:
-                x |= s[scr + r - 1] & f
-            if r < h - 1:
-                x |= s[scr + r + 1] & f
-            while True:
-                y = (x | (x << 1) | (x >> 1)) & f
-                if y == x:
-                    break
-                x = y
-            if x != s[scr + r]:
-                s[scr + r] = x
-                changed = True
-        forward = not forward
+    fill(s, False, True, False)
     lost = False
     for p in range(s[NP_]):
         cell = s[PLAYERS + p]
@@ -367,16 +353,14 @@ def apply_action(s, action):
     lap(s, action, STAY, STAY, STAY)
 
 
+@njit(cache=True, inline="always")
+def entry(joint, i):
+    return joint[i] if i < joint.shape[0] else STAY
+
+
 @njit(cache=True)
 def apply_joint(s, joint):
-    n = joint.shape[0]
-    lap(
-        s,
-        joint[0],
-        joint[1] if n > 1 else STAY,
-        joint[2] if n > 2 else STAY,
-        joint[3] if n > 3 else STAY,
-    )
+    lap(s, joint[0], entry(joint, 1), entry(joint, 2), entry(joint, 3))
 
 
 @njit(cache=True)
@@ -458,7 +442,8 @@ def parse_level(text: str, source: str = "<level>", name: str = "level") -> Leve
         if line.startswith("#"):
             key, colon, value = line[1:].partition(":")
             if colon and key.strip():
-                meta[key.strip().lower()] = (value.strip(), number, len(line) - len(value) + 1)
+                column = len(line) - len(value.lstrip()) + 1
+                meta[key.strip().lower()] = (value.strip(), number, column)
         else:
             grid.append((number, line))
     while grid and not grid[0][1].strip():

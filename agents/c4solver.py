@@ -1,0 +1,280 @@
+"""Exact Connect 4 solver: null-window negamax over the game's bitboards, all in numba.
+
+Score convention (DESIGN.md, the same as Pascal Pons' benchmarks): 0 for a draw; a win for the
+side to move scores 22 - k where k counts the winner's stones once its winning stone is down; a
+loss is minus the opponent's score. With n stones played, a win on the next move scores
+(43 - n) // 2.
+
+How it stays fast: the search only ever visits positions where the side to move cannot win at
+once (immediate wins are scored by the caller), so each node first prunes to non-losing moves
+(block a single threat, lose to two, never play under an opponent's winning cell). The score is
+found by a binary search of null-window searches that starts near 0, where most positions sit.
+A transposition table keyed on `stones + mask` (unique per position thanks to the sentinel row)
+stores one upper or lower bound per position; it keeps 32 bits of the key, which is still
+exact because the index is the key modulo a prime above 2**17 (Chinese remainder theorem).
+The table persists across solves of one `Connect4Solver`: every stored bound is a true bound of
+the game value, independent of the search window it came from.
+
+Python API works with 0-based columns (the engine's actions); `solve_lines` speaks the common
+1-9 digit notation of the CLI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TextIO
+
+import numpy as np
+from numba import njit
+
+from engine.bits import popcount
+from engine.games.connect4 import CELLS, HEIGHT, STRIDE, WIDTH, is_four
+from engine.protocol import GameError
+
+TABLE_SIZE = 8388617  # prime > 2**23: 32 stored key bits + index determine a 49-bit key
+FULL = -128  # analyze entry of a full column (None in Python)
+ORDER = np.array([3, 2, 4, 1, 5, 0, 6], dtype=np.int64)  # center first
+BOTTOM_MASK = sum(1 << (STRIDE * c) for c in range(WIDTH))
+BOARD_MASK = BOTTOM_MASK * ((1 << HEIGHT) - 1)
+LOWER_CODE, UPPER_CODE = 96, 32  # table value = bound + code; 0 means empty
+SCRATCH_STRIDE = 16  # per depth: 8 move slots, then 8 score slots
+
+
+@njit(cache=True, inline="always")
+def _column_mask(c):
+    return np.int64((1 << HEIGHT) - 1) << (c * STRIDE)
+
+
+@njit(cache=True, inline="always")
+def _line_cells(p, d):
+    """Empty-or-not cells that complete a line of four with three of p along direction d."""
+    a = (p << d) & (p << (2 * d))
+    r = a & (p << (3 * d))
+    r |= a & (p >> d)
+    b = (p >> d) & (p >> (2 * d))
+    r |= b & (p >> (3 * d))
+    r |= b & (p << d)
+    return r
+
+
+@njit(cache=True, inline="always")
+def winning_cells(p, mask):
+    """Free cells where stones p would make four (playable now or later)."""
+    r = (p << 1) & (p << 2) & (p << 3)
+    r |= _line_cells(p, np.int64(STRIDE))
+    r |= _line_cells(p, np.int64(STRIDE - 1))
+    r |= _line_cells(p, np.int64(STRIDE + 1))
+    return r & (np.int64(BOARD_MASK) ^ mask)
+
+
+@njit(cache=True, inline="always")
+def _possible(mask):
+    return (mask + np.int64(BOTTOM_MASK)) & np.int64(BOARD_MASK)
+
+
+@njit(cache=True)
+def negamax(cur, mask, moves, alpha, beta, keys, vals, scratch, stats):
+    """Score within [alpha, beta] (fail-hard) of a position whose mover cannot win at once."""
+    stats[0] += 1
+    possible = _possible(mask)
+    opp_win = winning_cells(cur ^ mask, mask)
+    forced = possible & opp_win
+    if forced != 0:
+        if (forced & (forced - 1)) != 0:  # two open threats: lost on the opponent's next move
+            return -((CELLS - moves) // 2)
+        possible = forced
+    nxt = possible & ~(opp_win >> 1)  # never play directly under an opponent's winning cell
+    if nxt == 0:
+        return -((CELLS - moves) // 2)
+    if moves >= CELLS - 2:
+        return 0
+    lo = -((CELLS - 2 - moves) // 2)  # the opponent cannot win before its second move from here
+    if alpha < lo:
+        alpha = lo
+        if alpha >= beta:
+            return alpha
+    hi = (CELLS - 1 - moves) // 2  # nor can we win before our second move
+    key = cur + mask
+    idx = key % TABLE_SIZE
+    if keys[idx] == np.uint32(key & np.int64(0xFFFFFFFF)) and vals[idx] != 0:
+        code = np.int64(vals[idx])
+        if code > 64:
+            bound = code - LOWER_CODE
+            if alpha < bound:
+                alpha = bound
+                if alpha >= beta:
+                    return alpha
+        elif hi > code - UPPER_CODE:
+            hi = code - UPPER_CODE
+    if beta > hi:
+        beta = hi
+        if alpha >= beta:
+            return beta
+    # order: more threats created first, center first among equals (stable insertion sort)
+    base = moves * SCRATCH_STRIDE
+    n = 0
+    for i in range(WIDTH):
+        mv = nxt & _column_mask(ORDER[i])
+        if mv != 0:
+            score = popcount(winning_cells(cur | mv, mask | mv))
+            j = n
+            while j > 0 and scratch[base + 8 + j - 1] < score:
+                scratch[base + j] = scratch[base + j - 1]
+                scratch[base + 8 + j] = scratch[base + 8 + j - 1]
+                j -= 1
+            scratch[base + j] = mv
+            scratch[base + 8 + j] = score
+            n += 1
+    for i in range(n):
+        mv = scratch[base + i]
+        score = -negamax(cur ^ mask, mask | mv, moves + 1, -beta, -alpha, keys, vals, scratch, stats)
+        if score >= beta:
+            keys[idx] = np.uint32(key & np.int64(0xFFFFFFFF))
+            vals[idx] = np.int8(score + LOWER_CODE)
+            return score
+        if score > alpha:
+            alpha = score
+    keys[idx] = np.uint32(key & np.int64(0xFFFFFFFF))
+    vals[idx] = np.int8(alpha + UPPER_CODE)
+    return alpha
+
+
+@njit(cache=True)
+def solve_position(cur, mask, moves, keys, vals, scratch, stats):
+    """Exact score by binary search on null windows, probing the half nearer 0 first."""
+    if moves >= CELLS:
+        return 0
+    if (winning_cells(cur, mask) & _possible(mask)) != 0:
+        return (CELLS + 1 - moves) // 2
+    lo = -((CELLS - moves) // 2)
+    hi = (CELLS + 1 - moves) // 2
+    while lo < hi:
+        med = lo + (hi - lo) // 2
+        if med <= 0 and -((-lo) // 2) < med:
+            med = -((-lo) // 2)
+        elif med >= 0 and hi // 2 > med:
+            med = hi // 2
+        r = negamax(cur, mask, moves, med, med + 1, keys, vals, scratch, stats)
+        if r <= med:
+            hi = r
+        else:
+            lo = r
+    return lo
+
+
+@njit(cache=True)
+def analyze_position(cur, mask, moves, keys, vals, scratch, stats, out):
+    """out[c]: exact score of playing column c for the side to move (FULL if it cannot)."""
+    for c in range(WIDTH):
+        if (mask & (np.int64(1) << (c * STRIDE + HEIGHT - 1))) != 0:
+            out[c] = FULL
+            continue
+        mv = (mask + (np.int64(1) << (c * STRIDE))) & _column_mask(c)
+        if (winning_cells(cur, mask) & mv) != 0:
+            out[c] = (CELLS + 1 - moves) // 2
+        else:
+            out[c] = -solve_position(cur ^ mask, mask | mv, moves + 1, keys, vals, scratch, stats)
+
+
+def position(moves: Iterable[int]) -> tuple[int, int, int]:
+    """(stones of the side to move, mask, moves played) of a history of 0-based columns.
+
+    Raises GameError for a column out of range, a full column, a history that goes on after a
+    win, or a game that is already over (a win or a full board).
+    """
+    cur = mask = n = 0
+    won = False
+    for c in moves:
+        if won:
+            raise GameError(f"move {n + 1} comes after the game was won")
+        if not 0 <= c < WIDTH:
+            raise GameError(f"move {n + 1}: column {c + 1} is outside 1-{WIDTH}")
+        if mask & (1 << (c * STRIDE + HEIGHT - 1)):
+            raise GameError(f"move {n + 1}: column {c + 1} is full")
+        cur ^= mask
+        mask |= mask + (1 << (c * STRIDE))
+        n += 1
+        won = bool(is_four(np.int64(cur ^ mask)))
+    if won:
+        raise GameError(f"the game is already over: move {n} wins")
+    if n == CELLS:
+        raise GameError("the game is already over: the board is full")
+    return cur, mask, n
+
+
+class Connect4Solver:
+    """Holds the transposition table (about 40 MB) shared by all solves of a session."""
+
+    def __init__(self) -> None:
+        self.keys = np.zeros(TABLE_SIZE, dtype=np.uint32)
+        self.vals = np.zeros(TABLE_SIZE, dtype=np.int8)
+        self.scratch = np.zeros((CELLS + 1) * SCRATCH_STRIDE, dtype=np.int64)
+        self.stats = np.zeros(1, dtype=np.int64)
+
+    @property
+    def nodes(self) -> int:
+        """Search nodes visited since construction (or `reset`)."""
+        return int(self.stats[0])
+
+    def reset(self) -> None:
+        self.keys[:] = 0
+        self.vals[:] = 0
+        self.stats[0] = 0
+
+    def solve(self, moves: Iterable[int]) -> int:
+        """Exact score for the side to move after `moves` (0-based columns)."""
+        cur, mask, n = position(moves)
+        args = (self.keys, self.vals, self.scratch, self.stats)
+        return int(solve_position(np.int64(cur), np.int64(mask), np.int64(n), *args))
+
+    def analyze(self, moves: Iterable[int]) -> list[int | None]:
+        """Exact score of each of the 7 columns for the side to move; None for a full column."""
+        cur, mask, n = position(moves)
+        out = np.zeros(WIDTH, dtype=np.int64)
+        args = (self.keys, self.vals, self.scratch, self.stats, out)
+        analyze_position(np.int64(cur), np.int64(mask), np.int64(n), *args)
+        return [None if v == FULL else int(v) for v in out]
+
+    def best_move(self, moves: Iterable[int]) -> int:
+        """A best column (0-based), the most central among equally good ones."""
+        scores = self.analyze(list(moves))
+        playable = [c for c in ORDER.tolist() if scores[c] is not None]
+        return max(playable, key=lambda c: scores[c])  # max keeps the first (central) of ties
+
+
+def parse_line(text: str) -> list[int]:
+    """0-based columns of a common-notation line; GameError with a readable reason."""
+    text = text.strip()
+    for i, ch in enumerate(text):
+        if not ch.isdigit():
+            raise GameError(f"character {i + 1} ({ch!r}) is not a column digit 1-{WIDTH}")
+        if not 1 <= int(ch) <= WIDTH:
+            raise GameError(f"move {i + 1}: column {ch} is outside 1-{WIDTH}")
+    return [int(ch) - 1 for ch in text]
+
+
+def solve_lines(lines: Iterable[str], analyze: bool, out: TextIO, err: TextIO) -> int:
+    """Answers each line as soon as it is read: `moves score` or `moves s1 ... s7` (x: full).
+
+    A bad line gets one `gridbots: error: line N: ...` on err and is skipped; returns 2 if any
+    line was bad, else 0.
+    """
+    solver = Connect4Solver()
+    status = 0
+    for number, line in enumerate(lines, start=1):
+        text = line.strip()
+        try:
+            moves = parse_line(text)
+            if analyze:
+                scores = solver.analyze(moves)
+                answer = " ".join("x" if v is None else str(v) for v in scores)
+            else:
+                answer = str(solver.solve(moves))
+        except GameError as exc:
+            err.write(f"gridbots: error: line {number}: {exc}\n")
+            err.flush()
+            status = 2
+            continue
+        out.write(f"{text} {answer}\n")
+        out.flush()
+    return status
