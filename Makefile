@@ -38,7 +38,7 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/engine.py
+	$(BIN)/python benchmarks/engine_speed.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

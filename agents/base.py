@@ -28,7 +28,12 @@ class Agent:
 
 
 _BUILDERS: dict[str, Callable[..., Agent]] = {}
-_BUILTIN_MODULES = ("agents.random_agent", "agents.mcts", "agents.heuristic_agent")
+_BUILTIN_MODULES = (
+    "agents.random_agent",
+    "agents.mcts",
+    "agents.heuristic_agent",
+    "agents.openspiel_agent",
+)
 
 
 def builder(name: str):
@@ -42,8 +47,17 @@ def builder(name: str):
 
 
 def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """`name[:variant][:key=value,…]` → (name, options); a variant is stored as `variant`.
+
+    The variant form serves specs that name another bot, e.g. `openspiel:mcts:sims=1000`.
+    """
     name, _, rest = spec.strip().partition(":")
     options: dict[str, str] = {}
+    head, colon, tail = rest.partition(":")
+    if head and "=" not in head and "," not in head:
+        options["variant"], rest = head, tail
+    elif colon:
+        raise AgentError(f"bad agent spec {spec!r}: expected name[:variant][:key=value,...]")
     for item in filter(None, rest.split(",")):
         key, eq, value = item.partition("=")
         if not eq or not key.strip():

@@ -127,7 +127,9 @@ def negamax(cur, mask, moves, alpha, beta, keys, vals, scratch, stats):
             n += 1
     for i in range(n):
         mv = scratch[base + i]
-        score = -negamax(cur ^ mask, mask | mv, moves + 1, -beta, -alpha, keys, vals, scratch, stats)
+        score = -negamax(
+            cur ^ mask, mask | mv, moves + 1, -beta, -alpha, keys, vals, scratch, stats
+        )
         if score >= beta:
             keys[idx] = np.uint32(key & np.int64(0xFFFFFFFF))
             vals[idx] = np.int8(score + LOWER_CODE)

@@ -1,7 +1,8 @@
-"""In-process games and matches between trusted agents (anything with `step(state, player)`).
+"""Games and matches: one game loop for in-process seats and for isolated ones.
 
-Process isolation, deadlines and tournaments build on these (agents issue); the engine never
-imports an agent: seats are passed in.
+`run_game` drives any `ask(state, players) -> {player: action}`: in-process seats are asked
+through `InProcessPlayers` (trusted agents, timed, illegal answers still rejected), isolated
+ones through engine.isolation. The engine never imports an agent: seats are passed in.
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from engine.isolation import SeatStats
 from engine.protocol import CHANCE, SIMULTANEOUS, Game, State
+
+Ask = Callable[[State, Sequence[int]], dict[int, int]]
 
 
 class Seat(Protocol):
@@ -32,6 +36,61 @@ def play_game(game: Game, seats: Sequence[Seat], seed: int = 0, **scenario: Any)
         else:
             state.apply_action(_ask(seats[player], state, player))
     return state
+
+
+def run_game(
+    game: Game, ask: Ask, seed: int | None, chance_seed: int = 0, **scenario: Any
+) -> State:
+    """Plays one game to the end: turn-based games ask the player to move, simultaneous games
+    every player who can act (the others play the neutral action); chance is seeded."""
+    state = game.new_initial_state(seed=seed, **scenario)
+    chance_rng = np.random.default_rng(chance_seed)
+    while not state.is_terminal():
+        player = state.current_player()
+        if player == SIMULTANEOUS:
+            living = [p for p in range(game.num_players) if state.legal_actions(p)]
+            chosen = ask(state, living)
+            state.apply_actions([chosen.get(p, game.neutral_action) for p in range(game.num_players)])
+        elif player == CHANCE:
+            state.apply_action(state.random_action(chance_rng))
+        else:
+            state.apply_action(ask(state, [player])[player])
+    return state
+
+
+class InProcessPlayers:
+    """Asks trusted seats in turn, on copies of the state, and keeps per-seat statistics.
+
+    Peak memory in-process is how far a seat's decisions raised the process's peak resident
+    size (ru_maxrss delta, KiB): 0 when it stayed under an earlier peak. Rough, but free.
+    """
+
+    def __init__(self, seats: Sequence[Seat], rng: np.random.Generator | None = None):
+        self.seats = list(seats)
+        self.stats = [SeatStats() for _ in self.seats]
+        self.rng = rng or np.random.default_rng(0)
+
+    def __call__(self, state: State, players: Sequence[int]) -> dict[int, int]:
+        import resource
+        import time
+
+        actions = {}
+        for p in players:
+            stats = self.stats[p]
+            legal = state.legal_actions(p)
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            start = time.perf_counter()
+            action = self.seats[p].step(state.clone(), p)
+            stats.times.append(time.perf_counter() - start)
+            grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+            stats.peak_kb = max(stats.peak_kb, grown)
+            if isinstance(action, int | np.integer) and int(action) in legal:
+                stats.moves += 1
+                actions[p] = int(action)
+            else:
+                stats.illegal += 1
+                actions[p] = legal[int(self.rng.integers(len(legal)))]
+        return actions
 
 
 def _ask(seat: Seat, state: State, player: int) -> int:

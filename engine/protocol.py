@@ -85,6 +85,8 @@ class Game:
     neutral_action: ClassVar[int] = -1
     #: optional numba heuristic `evaluate(s, player) -> float` in [-1, 1] for search agents
     evaluate: ClassVar[Callable | None] = None
+    #: the same game in OpenSpiel (same action ids and rules), for the `openspiel:` peer agents
+    openspiel_name: ClassVar[str | None] = None
     #: parameters accepted by the constructor, with defaults (OpenSpiel's game parameters)
     default_params: ClassVar[dict[str, Any]] = {}
 

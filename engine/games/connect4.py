@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from engine.bits import popcount
 from engine.protocol import CHANCE, TERMINAL, Game, GameError, KernelSet
 from engine.registry import register
 
@@ -128,6 +129,50 @@ def cell_owner(s, c, r):
     return to_move if s[POSITION] & bit else 1 - to_move
 
 
+# ---- heuristic evaluation (agents: alphabeta, simab) -------------------------------------------
+#: the 42 playable bits (sentinel bits excluded)
+PLAYABLE = sum(0x3F << (STRIDE * c) for c in range(WIDTH))
+
+
+@njit(cache=True, inline="always")
+def _open_windows(own, empty, d):
+    """(# windows with exactly 3, # with exactly 2 of `own`'s stones, the rest empty) along d.
+
+    A window is four cells b, b+d, b+2d, b+3d; the sentinel bits are never set, so windows
+    that would wrap around the board are never open. Counting is bit-sliced: one add per bit.
+    """
+    a = own | empty
+    avail = a & (a >> d) & (a >> (2 * d)) & (a >> (3 * d))
+    p1, p2, p3 = own >> d, own >> (2 * d), own >> (3 * d)
+    x, cx = own ^ p1, own & p1
+    y, cy = p2 ^ p3, p2 & p3
+    bit0 = x ^ y
+    bit1 = cx ^ cy ^ (x & y)
+    bit2 = cx & cy
+    three = avail & bit0 & bit1 & ~bit2
+    two = avail & ~bit0 & bit1 & ~bit2
+    return popcount(three), popcount(two)
+
+
+@njit(cache=True)
+def evaluate(s, player):
+    """Threat counting for `player` in [-1, 1]: open 3- and 2-windows, own minus opponent's."""
+    if s[STATUS] != ONGOING:
+        return 0.0 if s[STATUS] == DRAW else (1.0 if s[STATUS] == player else -1.0)
+    own = s[POSITION] if (s[MOVES] & 1) == player else s[POSITION] ^ s[MASK]
+    other = own ^ s[MASK]
+    empty = np.int64(PLAYABLE) & ~s[MASK]
+    raw = 0.0
+    for d in (1, STRIDE - 1, STRIDE, STRIDE + 1):
+        mine3, mine2 = _open_windows(own, empty, d)
+        theirs3, theirs2 = _open_windows(other, empty, d)
+        raw += (mine3 - theirs3) + 0.25 * (mine2 - theirs2)
+    return np.tanh(raw / 6.0)
+
+
+# ---- end of heuristic evaluation ---------------------------------------------------------------
+
+
 KERNELS = KernelSet(
     init=init,
     current_player=current_player,
@@ -145,8 +190,10 @@ class Connect4(Game):
     """Two players drop stones into 7 columns; four in a row wins."""
 
     name = "connect4"
+    openspiel_name = "connect_four"
     kind = "duel"
     neutral_action = NEUTRAL
+    evaluate = staticmethod(evaluate)  # numba dispatchers bind as methods otherwise
 
     def _kernels(self) -> KernelSet:
         return KERNELS

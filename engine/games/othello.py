@@ -295,6 +295,7 @@ class Othello(Game):
     """Two players place discs and turn the opponent's discs they enclose; most discs wins."""
 
     name = "othello"
+    openspiel_name = "othello"
     kind = "duel"
     neutral_action = NEUTRAL
 

@@ -1,52 +1,47 @@
 """Cooperative Sokoban: 1-4 players push boxes into holes so that all stand on exits together.
 
-Rules. Every lap each player picks 0 up, 1 down, 2 left, 3 right or 4 stay (also the neutral
-action); all five are always legal and a blocked move does nothing. A player steps onto floor or
-an exit; stepping onto a box pushes it one tile on if that tile is floor, an exit or a hole and
-holds no box and no player (so a box never pushes a box). A box pushed into a hole fills it: both
-vanish and the tile is floor. Walls, unfilled holes and the outside of the board stop players.
+Rules. Each lap every player picks 0 up, 1 down, 2 left, 3 right or 4 stay (the neutral action);
+all five are always legal and a blocked move does nothing. A player steps onto floor or an exit;
+stepping onto a box pushes it one tile on if that tile is floor, an exit or a hole free of boxes
+and players (a box never pushes a box). A box pushed into a hole fills it: both vanish, the tile
+is floor. Walls, unfilled holes and the outside of the board stop players.
 
-Simultaneous lap, symmetric in the players (hence fair) and deterministic:
-1. each move is judged on the position at the start of the lap; it fails when its target, or its
-   box's landing tile, is blocked, and a tile holding a player at the start of the lap is blocked
-   even if that player leaves during the lap (no swaps, no following);
-2. each surviving move claims the tile its player steps on and, for a push, the box's landing
-   tile; moves whose claims overlap all fail (two players into one tile, two pushes of one box,
-   a box and a player into one tile). A failed player stays put on a tile nobody could claim,
-   so failures never cascade.
+A lap is resolved symmetrically in the players (fair) and deterministically:
+1. each move is judged on the position at the start of the lap: it fails when its target or its
+   box's landing tile is blocked, a tile holding a player at the start counting as blocked even
+   if that player leaves (no swaps, no following);
+2. each surviving move claims its player's target and, for a push, the landing tile; moves whose
+   claims overlap all fail (two players into one tile, two pushes of one box, a box and a player
+   into one tile). A failed player stays on a tile nobody could claim: no cascades.
 
-The team wins (+1 for every player) once every player stands on an exit at the same time. It
-loses (-1 for all) after `limit` laps, or when the deadlock test below proves that some player
-can never reach an exit.
+The team wins (+1 for all) once every player stands on an exit at the same time, and loses (-1
+for all) after `limit` laps or when the deadlock test proves some player can never reach an exit.
 
-Deadlock test, run at the start and after each lap with a push (only pushes change what it
-reads). It is sound: each fact it derives holds in every continuation, so a position from which
-the team can still win is never declared lost.
-- Frozen box: blocked on both axes by a wall, the board edge, a frozen box or a dead hole. A push
-  along an axis needs both neighbours on that axis usable (pusher on one, landing on the other),
-  so the box never moves again and acts as a wall.
-- Dead hole: no box can reach it in a relaxation that ignores players and movable boxes and lets
-  boxes and pushers cross holes; every real push is a relaxation push, so the hole stays open
-  forever and is a wall for players. A box is live when it can reach some hole this way. With
-  fewer than two live boxes nothing else can fill a hole first, so a box heading for hole h meets
-  every other hole still open and the relaxation then treats other holes as walls.
-- Each player's area over all tiles but walls, frozen boxes and dead holes (movable boxes and
-  live holes count as passable) must hold an exit not covered by a frozen box, and there must be
-  at least as many such exits as players; otherwise the game is lost.
+Deadlock test, at the start and after each lap with a push (only pushes change what it reads).
+It is sound: every fact it derives holds in all continuations, so a winnable position is never
+declared lost.
+- Frozen box: blocked on both axes by a wall, the edge, a frozen box or a dead hole. A push along
+  an axis needs both neighbours on it usable (pusher one side, landing the other): it never moves.
+- Dead hole: no box reaches it in a relaxation that ignores players and movable boxes and lets
+  boxes and pushers cross holes. Real pushes are relaxation pushes, so it stays open for good: a
+  wall. A box is live when it reaches some hole so. With fewer than two live boxes no other box
+  can fill a hole first, so the one box meets every other hole open: those count as walls.
+- Each player's area over all tiles but walls, frozen boxes and dead holes (movable boxes and live
+  holes passable) must hold an exit not under a frozen box, and such exits must be >= players.
 
 State array (int64): a header, then 7 planes of H row bitboards (bit c of word r = column c):
   s[0] W  s[1] H  s[2] players  s[3] laps played  s[4] lap limit
   s[5] status: 0 ongoing, 1 won, 2 lost on the limit, 3 lost by deadlock
   s[6:10] player tiles r*W+c (unused slots 0)   s[10:12] spare
   s[12 + k*H : 12 + (k+1)*H] plane k: walls, boxes, unfilled holes, exits, frozen boxes, dead
-  holes, scratch (all zero between kernel calls, so equal positions give equal arrays).
+  holes, scratch (zero between kernel calls, so equal positions give equal arrays).
 
-Levels are text files under engine/boards/sokoban/: `w` wall, ` ` floor, `p` player (numbered in
-reading order), `b` box, `h` hole, `e` exit. Lines starting with `#` are headers such as
-`# name: corridors` and `# limit: 60` (laps; default 4 per non-wall tile). Short lines are padded
-with walls and outside the board counts as wall. At most 32x32 tiles, 1-4 players, at least as
-many exits as players; boxes and holes need not match in number. Observation per player: planes
-(6, H, W) of walls, boxes, unfilled holes, exits, own position, other players.
+Levels are text files in engine/boards/sokoban/: `w` wall, ` ` floor, `p` player (numbered in
+reading order), `b` box, `h` hole, `e` exit; `#` lines are headers such as `# name: corridors`,
+`# limit: 60` (laps; default 4 per non-wall tile). Short lines are padded with walls; outside the
+board is wall. At most 32x32, 1-4 players, at least as many exits as players; boxes and holes
+need not match. Observation per player: (6, H, W) planes of walls, boxes, unfilled holes, exits,
+own position, other players.
 """
 
 from __future__ import annotations
@@ -59,7 +54,7 @@ import numpy as np
 from numba import njit
 
 from engine.bits import lowest_bit_index, popcount
-from engine.protocol import Game, GameError, KernelSet
+from engine.protocol import SIMULTANEOUS, TERMINAL, Game, GameError, KernelSet
 from engine.registry import register
 
 W_, H_, NP_, STEP, LIMIT, STATUS, PLAYERS, HEADER = 0, 1, 2, 3, 4, 5, 6, 12
@@ -70,8 +65,6 @@ UP, DOWN, LEFT, RIGHT, STAY = 0, 1, 2, 3, 4
 MAX_SIZE, MAX_PLAYERS, OBS_PLANES = 32, 4, 6
 ACTION_NAMES = ("up", "down", "left", "right", "stay")
 BOARDS = Path(__file__).resolve().parent.parent / "boards" / "sokoban"
-SIMULTANEOUS = -2
-TERMINAL = -4
 
 
 # ---- bitboard helpers ----------------------------------------------------------------------
@@ -200,7 +193,7 @@ def kill_holes(s):
             reachable = False
             if live > 0:
                 s[scr + r] = np.int64(1) << c
-                reachable = fill(s, True, live >= 2, True)
+                reachable = fill(s, True, live >= 9, True)
                 clear_scratch(s)
             if not reachable:
                 s[HEADER + DEAD * h + r] |= np.int64(1) << c

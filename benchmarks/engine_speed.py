@@ -4,7 +4,7 @@ Prints one JSON object. The C yardstick (../shared/yardstick/c4_random_playouts.
 same process tree, before and after gridbots' Connect 4 measurement, and the ratio uses the
 mean of the two C runs, so a noisy shared machine biases neither side.
 
-    .venv/bin/python benchmarks/engine.py [--seconds 3]
+    .venv/bin/python benchmarks/engine_speed.py [--seconds 3]
 """
 
 from __future__ import annotations

@@ -1,0 +1,363 @@
+"""Process-isolated seats: each bot runs in its own process and talks JSON lines over pipes.
+
+The referee writes one JSON object per line to the bot's stdin and reads the bot's stdout as
+plain text: one integer per line answers one request. Nothing from a bot is ever unpickled or
+even fully parsed when it misbehaves: reads are non-blocking and capped, lines longer than
+`MAX_LINE` are discarded, unsolicited lines are only counted (`bytes.count`), and stderr keeps a
+short tail for crash reports. So a bot that spams or floods its pipe costs the referee a bounded
+amount of memory and a few microseconds per 64 KiB read, never a late lap.
+
+Requests (referee -> bot):
+  {"op": "game", "game": SPEC, "seed": S, "scenario": {...}, "agent_seed": K}   -> "ok"
+  {"op": "move", "history": [...], "player": P, "ms": T}                         -> an integer
+  {"op": "bye"}
+The k-th line a bot writes answers the k-th request; answers to requests whose deadline passed
+are recognised by that count and dropped. Which program runs in the child is the caller's
+choice (`host`: an argv prefix; the bot spec is appended), so the engine imports no agent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource
+import selectors
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from engine.protocol import State
+
+MAX_LINE = 64  # an answer is a small integer; anything longer is garbage
+READ_CHUNK = 65536
+STDERR_TAIL = 4096
+MAX_OWED = 2  # a bot this many answers behind is not asked again until it catches up
+DEFAULT_MEMORY_MB = 2048
+STARTUP_S = 120.0  # imports and numba cache loads happen before the first "ok"
+
+
+@dataclass
+class SeatStats:
+    """What one seat did in a game (or, merged, in a match): the tournament's per-bot columns."""
+
+    moves: int = 0
+    times: list[float] = field(default_factory=list)  # seconds per decision, late ones capped
+    illegal: int = 0  # rejected actions: illegal answers plus unsolicited action lines
+    late: int = 0
+    crashes: int = 0
+    discarded_bytes: int = 0  # flooded output thrown away unread
+    peak_kb: int = 0
+
+    def merge(self, other: SeatStats) -> None:
+        self.moves += other.moves
+        self.times.extend(other.times)
+        self.illegal += other.illegal
+        self.late += other.late
+        self.crashes += other.crashes
+        self.discarded_bytes += other.discarded_bytes
+        self.peak_kb = max(self.peak_kb, other.peak_kb)
+
+
+def _limit_memory(megabytes: int) -> None:
+    limit = int(megabytes) * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+class BotProcess:
+    """One bot in its own process; reused across the games of a match, respawned after a crash."""
+
+    def __init__(
+        self,
+        host: Sequence[str],
+        spec: str,
+        memory_mb: int = DEFAULT_MEMORY_MB,
+        env: dict[str, str] | None = None,
+    ):
+        self.argv = [*host, spec]
+        self.spec = spec
+        self.memory_mb = memory_mb
+        self.env = {
+            **os.environ,
+            "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "PYTHONUNBUFFERED": "1",
+            **(env or {}),
+        }
+        self.proc: subprocess.Popen | None = None
+        self.stats = SeatStats()
+        self.stderr_tail = b""
+
+    # ---- process life ----------------------------------------------------------------------
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            self.argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=self.env,
+            preexec_fn=lambda: _limit_memory(self.memory_mb),
+            close_fds=True,
+        )
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            os.set_blocking(stream.fileno(), False)
+        self.out_fd = self.proc.stdout.fileno()
+        self.err_fd = self.proc.stderr.fileno()
+        self.in_fd = self.proc.stdin.fileno()
+        self.outbuf = b""
+        self.partial = b""
+        self.discarding = False
+        self.owed = 0
+        self.pending = False
+        self.answer: str | None = None
+        self.dead = False
+        self.sent_at = 0.0
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and not self.dead and self.proc.poll() is None
+
+    def peak_kb(self) -> int:
+        """Peak resident memory of the child (VmHWM), 0 where /proc is not available."""
+        if self.proc is None:
+            return 0
+        try:
+            with open(f"/proc/{self.proc.pid}/status") as status:
+                for line in status:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1])
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def close(self) -> None:
+        """Asks the bot to leave, then kills it; never waits long for a misbehaving one."""
+        if self.proc is None:
+            return
+        if self.alive:
+            with contextlib.suppress(OSError):
+                os.write(self.in_fd, b'{"op": "bye"}\n')
+        try:
+            self.proc.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            with contextlib.suppress(OSError):
+                stream.close()
+        self.proc = None
+
+    def _die(self) -> None:
+        if not self.dead:
+            self.dead = True
+            self.stats.crashes += 1
+            self.pending = False
+            if self.proc is not None and self.proc.poll() is None:
+                self.proc.kill()
+
+    # ---- writing ---------------------------------------------------------------------------
+    def send(self, message: dict[str, Any]) -> None:
+        self.outbuf += (json.dumps(message, separators=(",", ":")) + "\n").encode()
+        self.owed += 1
+        self.flush()
+
+    def flush(self) -> None:
+        while self.outbuf and not self.dead:
+            try:
+                written = os.write(self.in_fd, self.outbuf)
+            except BlockingIOError:
+                return
+            except OSError:  # broken pipe: the bot is gone
+                self._die()
+                return
+            self.outbuf = self.outbuf[written:]
+
+    # ---- reading ---------------------------------------------------------------------------
+    def read_stdout(self) -> None:
+        try:
+            chunk = os.read(self.out_fd, READ_CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._die()
+            return
+        position = 0
+        while self.owed and position < len(chunk):
+            end = chunk.find(b"\n", position)
+            if end < 0:
+                break
+            self._line(chunk[position:end])
+            position = end + 1
+        rest = chunk[position:]
+        lines = rest.count(b"\n")
+        if lines:  # nothing is owed: every further line is an unsolicited action, rejected
+            last = rest.rfind(b"\n")
+            self.stats.illegal += lines - (1 if self.discarding else 0)
+            self.stats.discarded_bytes += last + 1
+            self.partial, self.discarding = b"", False
+            rest = rest[last + 1 :]
+        self._keep(rest)
+
+    def _keep(self, tail: bytes) -> None:
+        if self.discarding:
+            self.stats.discarded_bytes += len(tail)
+            return
+        self.partial += tail
+        if len(self.partial) > MAX_LINE:
+            self.stats.discarded_bytes += len(self.partial)
+            self.partial, self.discarding = b"", True
+
+    def _line(self, piece: bytes) -> None:
+        """One complete line: the answer to the oldest request still owed."""
+        if self.discarding:
+            line, self.discarding = None, False  # the end of an overlong line: garbage
+            self.stats.discarded_bytes += len(piece)
+        else:
+            line = self.partial + piece
+            self.partial = b""
+            if len(line) > MAX_LINE:
+                self.stats.discarded_bytes += len(line)
+                line = None
+        self.owed -= 1
+        if self.owed == 0 and self.pending:
+            self.pending = False
+            self.answer = line.decode("ascii", "replace").strip() if line is not None else ""
+
+    def read_stderr(self) -> bool:
+        """Keeps the last few KiB (crash reports); False at end of file."""
+        try:
+            chunk = os.read(self.err_fd, READ_CHUNK)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        self.stderr_tail = (self.stderr_tail + chunk)[-STDERR_TAIL:]
+        return bool(chunk)
+
+
+class IsolatedPlayers:
+    """Asks isolated bots for actions, concurrently and under one deadline per lap.
+
+    Turns every kind of misbehaviour into a legal action: late or crashed -> a random legal
+    action; illegal -> rejected, counted, and a random legal action instead.
+    """
+
+    def __init__(self, bots: Sequence[BotProcess], move_ms: float, rng: np.random.Generator):
+        self.bots = list(bots)
+        self.move_ms = move_ms
+        self.rng = rng
+        self.selector = selectors.DefaultSelector()
+        for bot in self.bots:
+            if bot.proc is None or not bot.alive:
+                if bot.proc is not None:
+                    bot.close()
+                bot.start()
+            self.selector.register(bot.out_fd, selectors.EVENT_READ, (bot, True))
+            self.selector.register(bot.err_fd, selectors.EVENT_READ, (bot, False))
+
+    def close(self) -> None:
+        self.selector.close()
+
+    def begin(self, game_spec: str, seed: int | None, scenario: dict, agent_seeds: Sequence[int]):
+        """Announces a game; waits (generously) until every bot has built its agent."""
+        for bot, agent_seed in zip(self.bots, agent_seeds, strict=True):
+            bot.stats = SeatStats()
+            bot.send(
+                {
+                    "op": "game",
+                    "game": game_spec,
+                    "seed": seed,
+                    "scenario": scenario,
+                    "agent_seed": int(agent_seed),
+                }
+            )
+        self._wait(lambda: all(b.owed == 0 or b.dead for b in self.bots), STARTUP_S)
+
+    def ask(self, state: State, players: Sequence[int]) -> dict[int, int]:
+        """One lap: every named player's action, legal whatever its bot did."""
+        history = state.history()
+        legal = {p: state.legal_actions(p) for p in players}
+        asked: list[tuple[int, BotProcess]] = []
+        start = time.perf_counter()
+        for p in players:
+            bot = self.bots[p]
+            if bot.dead or bot.owed >= MAX_OWED:
+                continue
+            bot.pending, bot.answer = True, None
+            bot.send({"op": "move", "history": history, "player": p, "ms": self.move_ms})
+            bot.sent_at = time.perf_counter()
+            asked.append((p, bot))
+        if asked:
+            self._wait(lambda: all(not b.pending for _, b in asked), self.move_ms / 1000.0, start)
+        actions: dict[int, int] = {}
+        for p in players:
+            bot = self.bots[p]
+            action = None
+            if bot.dead:
+                pass
+            elif bot.pending or (p, bot) not in asked:
+                bot.pending = False
+                bot.stats.late += 1
+                bot.stats.times.append(self.move_ms / 1000.0)
+            else:
+                bot.stats.times.append(bot.answered_at - bot.sent_at)
+                action = _parse_action(bot.answer)
+                if action is None or action not in legal[p]:
+                    bot.stats.illegal += 1
+                    action = None
+            if action is None:
+                action = legal[p][int(self.rng.integers(len(legal[p])))]
+            else:
+                bot.stats.moves += 1
+            actions[p] = action
+        return actions
+
+    def finish(self) -> list[SeatStats]:
+        for bot in self.bots:
+            bot.stats.peak_kb = max(bot.stats.peak_kb, bot.peak_kb())
+        return [bot.stats for bot in self.bots]
+
+    def _wait(self, done, seconds: float, start: float | None = None) -> None:
+        deadline = (start or time.perf_counter()) + seconds
+        while not done():
+            for bot in self.bots:
+                if bot.outbuf and not bot.dead:
+                    bot.flush()
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                return
+            for key, _ in self.selector.select(remaining):
+                bot, is_stdout = key.data
+                if bot.dead:
+                    self._forget(bot)
+                elif is_stdout:
+                    was_pending = bot.pending
+                    bot.read_stdout()
+                    if was_pending and not bot.pending:
+                        bot.answered_at = time.perf_counter()
+                    if bot.dead:
+                        self._forget(bot)
+                elif not bot.read_stderr():
+                    with contextlib.suppress(KeyError, ValueError):
+                        self.selector.unregister(bot.err_fd)
+
+    def _forget(self, bot: BotProcess) -> None:
+        for fd in (bot.out_fd, bot.err_fd):
+            with contextlib.suppress(KeyError, ValueError):
+                self.selector.unregister(fd)
+
+
+def _parse_action(text: str | None) -> int | None:
+    if not text or len(text) > MAX_LINE:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
