@@ -33,6 +33,8 @@ _BUILTIN_MODULES = (
     "agents.mcts",
     "agents.heuristic_agent",
     "agents.openspiel_agent",
+    "agents.file_agent",
+    "agents.alphabeta",
 )
 
 

@@ -10,13 +10,12 @@ once (immediate wins are scored by the caller), so each node first prunes to non
 (block a single threat, lose to two, never play under an opponent's winning cell). The score is
 found by a binary search of null-window searches that starts near 0, where most positions sit.
 A transposition table keyed on `stones + mask` (unique per position thanks to the sentinel row)
-stores one upper or lower bound per position; it keeps 32 bits of the key, which is still
-exact because the index is the key modulo a prime above 2**17 (Chinese remainder theorem).
-The table persists across solves of one `Connect4Solver`: every stored bound is a true bound of
-the game value, independent of the search window it came from.
+stores one upper or lower bound per slot, packed with the full key into one int64 so that a
+probe costs one cache miss. The table persists across solves of one `Connect4Solver`: every
+stored bound is a true bound of the game value, whatever search window it came from.
 
 Python API works with 0-based columns (the engine's actions); `solve_lines` speaks the common
-1-9 digit notation of the CLI.
+notation of the CLI (one digit 1-7 per move).
 """
 
 from __future__ import annotations
@@ -31,13 +30,13 @@ from engine.bits import popcount
 from engine.games.connect4 import CELLS, HEIGHT, STRIDE, WIDTH, is_four
 from engine.protocol import GameError
 
-TABLE_SIZE = 8388617  # prime > 2**23: 32 stored key bits + index determine a 49-bit key
+TABLE_SIZE = 8388617  # a prime just above 2**23: slot = key % TABLE_SIZE
 FULL = -128  # analyze entry of a full column (None in Python)
 ORDER = np.array([3, 2, 4, 1, 5, 0, 6], dtype=np.int64)  # center first
 BOTTOM_MASK = sum(1 << (STRIDE * c) for c in range(WIDTH))
 BOARD_MASK = BOTTOM_MASK * ((1 << HEIGHT) - 1)
-LOWER_CODE, UPPER_CODE = 96, 32  # table value = bound + code; 0 means empty
-SCRATCH_STRIDE = 16  # per depth: 8 move slots, then 8 score slots
+LOWER_CODE, UPPER_CODE = 96, 32  # entry = key << 8 | (bound + code); 0 means empty
+SCRATCH_STRIDE = 16  # work[0] counts nodes; then per depth 8 move slots and 8 score slots
 
 
 @njit(cache=True, inline="always")
@@ -73,9 +72,9 @@ def _possible(mask):
 
 
 @njit(cache=True)
-def negamax(cur, mask, moves, alpha, beta, keys, vals, scratch, stats):
+def negamax(cur, mask, moves, alpha, beta, table, work):
     """Score within [alpha, beta] (fail-hard) of a position whose mover cannot win at once."""
-    stats[0] += 1
+    work[0] += 1
     possible = _possible(mask)
     opp_win = winning_cells(cur ^ mask, mask)
     forced = possible & opp_win
@@ -96,8 +95,9 @@ def negamax(cur, mask, moves, alpha, beta, keys, vals, scratch, stats):
     hi = (CELLS - 1 - moves) // 2  # nor can we win before our second move
     key = cur + mask
     idx = key % TABLE_SIZE
-    if keys[idx] == np.uint32(key & np.int64(0xFFFFFFFF)) and vals[idx] != 0:
-        code = np.int64(vals[idx])
+    entry = table[idx]
+    if (entry >> 8) == key and entry != 0:
+        code = entry & 255
         if code > 64:
             bound = code - LOWER_CODE
             if alpha < bound:
@@ -111,38 +111,34 @@ def negamax(cur, mask, moves, alpha, beta, keys, vals, scratch, stats):
         if alpha >= beta:
             return beta
     # order: more threats created first, center first among equals (stable insertion sort)
-    base = moves * SCRATCH_STRIDE
+    base = 1 + moves * SCRATCH_STRIDE
     n = 0
     for i in range(WIDTH):
         mv = nxt & _column_mask(ORDER[i])
         if mv != 0:
             score = popcount(winning_cells(cur | mv, mask | mv))
             j = n
-            while j > 0 and scratch[base + 8 + j - 1] < score:
-                scratch[base + j] = scratch[base + j - 1]
-                scratch[base + 8 + j] = scratch[base + 8 + j - 1]
+            while j > 0 and work[base + 8 + j - 1] < score:
+                work[base + j] = work[base + j - 1]
+                work[base + 8 + j] = work[base + 8 + j - 1]
                 j -= 1
-            scratch[base + j] = mv
-            scratch[base + 8 + j] = score
+            work[base + j] = mv
+            work[base + 8 + j] = score
             n += 1
     for i in range(n):
-        mv = scratch[base + i]
-        score = -negamax(
-            cur ^ mask, mask | mv, moves + 1, -beta, -alpha, keys, vals, scratch, stats
-        )
+        mv = work[base + i]
+        score = -negamax(cur ^ mask, mask | mv, moves + 1, -beta, -alpha, table, work)
         if score >= beta:
-            keys[idx] = np.uint32(key & np.int64(0xFFFFFFFF))
-            vals[idx] = np.int8(score + LOWER_CODE)
+            table[idx] = (key << 8) | (score + LOWER_CODE)
             return score
         if score > alpha:
             alpha = score
-    keys[idx] = np.uint32(key & np.int64(0xFFFFFFFF))
-    vals[idx] = np.int8(alpha + UPPER_CODE)
+    table[idx] = (key << 8) | (alpha + UPPER_CODE)
     return alpha
 
 
 @njit(cache=True)
-def solve_position(cur, mask, moves, keys, vals, scratch, stats):
+def solve_position(cur, mask, moves, table, work):
     """Exact score by binary search on null windows, probing the half nearer 0 first."""
     if moves >= CELLS:
         return 0
@@ -156,7 +152,7 @@ def solve_position(cur, mask, moves, keys, vals, scratch, stats):
             med = -((-lo) // 2)
         elif med >= 0 and hi // 2 > med:
             med = hi // 2
-        r = negamax(cur, mask, moves, med, med + 1, keys, vals, scratch, stats)
+        r = negamax(cur, mask, moves, med, med + 1, table, work)
         if r <= med:
             hi = r
         else:
@@ -165,7 +161,7 @@ def solve_position(cur, mask, moves, keys, vals, scratch, stats):
 
 
 @njit(cache=True)
-def analyze_position(cur, mask, moves, keys, vals, scratch, stats, out):
+def analyze_position(cur, mask, moves, table, work, out):
     """out[c]: exact score of playing column c for the side to move (FULL if it cannot)."""
     for c in range(WIDTH):
         if (mask & (np.int64(1) << (c * STRIDE + HEIGHT - 1))) != 0:
@@ -175,7 +171,7 @@ def analyze_position(cur, mask, moves, keys, vals, scratch, stats, out):
         if (winning_cells(cur, mask) & mv) != 0:
             out[c] = (CELLS + 1 - moves) // 2
         else:
-            out[c] = -solve_position(cur ^ mask, mask | mv, moves + 1, keys, vals, scratch, stats)
+            out[c] = -solve_position(cur ^ mask, mask | mv, moves + 1, table, work)
 
 
 def position(moves: Iterable[int]) -> tuple[int, int, int]:
@@ -205,35 +201,32 @@ def position(moves: Iterable[int]) -> tuple[int, int, int]:
 
 
 class Connect4Solver:
-    """Holds the transposition table (about 40 MB) shared by all solves of a session."""
+    """Holds the transposition table (about 67 MB) shared by all solves of a session."""
 
     def __init__(self) -> None:
-        self.keys = np.zeros(TABLE_SIZE, dtype=np.uint32)
-        self.vals = np.zeros(TABLE_SIZE, dtype=np.int8)
-        self.scratch = np.zeros((CELLS + 1) * SCRATCH_STRIDE, dtype=np.int64)
-        self.stats = np.zeros(1, dtype=np.int64)
+        self.table = np.zeros(TABLE_SIZE, dtype=np.int64)
+        self.work = np.zeros(1 + (CELLS + 1) * SCRATCH_STRIDE, dtype=np.int64)
 
     @property
     def nodes(self) -> int:
         """Search nodes visited since construction (or `reset`)."""
-        return int(self.stats[0])
+        return int(self.work[0])
 
     def reset(self) -> None:
-        self.keys[:] = 0
-        self.vals[:] = 0
-        self.stats[0] = 0
+        self.table[:] = 0
+        self.work[0] = 0
 
     def solve(self, moves: Iterable[int]) -> int:
         """Exact score for the side to move after `moves` (0-based columns)."""
         cur, mask, n = position(moves)
-        args = (self.keys, self.vals, self.scratch, self.stats)
+        args = (self.table, self.work)
         return int(solve_position(np.int64(cur), np.int64(mask), np.int64(n), *args))
 
     def analyze(self, moves: Iterable[int]) -> list[int | None]:
         """Exact score of each of the 7 columns for the side to move; None for a full column."""
         cur, mask, n = position(moves)
         out = np.zeros(WIDTH, dtype=np.int64)
-        args = (self.keys, self.vals, self.scratch, self.stats, out)
+        args = (self.table, self.work, out)
         analyze_position(np.int64(cur), np.int64(mask), np.int64(n), *args)
         return [None if v == FULL else int(v) for v in out]
 

@@ -1,19 +1,24 @@
-"""The uniform random agent (guards arrive with the agents issue)."""
+"""The uniform random agent, optionally guarded: `random`, `random:guards=win+block+safe`."""
 
 from __future__ import annotations
 
 from agents.base import Agent, AgentError, builder
-from engine.protocol import Game, State
+from agents.guards import GuardedChooser, parse_guards
+from engine.protocol import CHANCE, TERMINAL, Game, State
 
 
 @builder("random")
 class RandomAgent(Agent):
-    """Uniform over legal actions."""
+    """Uniform over legal actions, or over those the guards keep (see agents.guards)."""
 
     def __init__(self, game: Game, spec: str, seed: int | None = None, **options: str):
         super().__init__(game, spec, seed)
+        flags = parse_guards(options.pop("guards", ""))
         if options:
-            raise AgentError(f"random: unknown option(s) {sorted(options)}")
+            raise AgentError(f"random: unknown option(s) {sorted(options)}; known: guards")
+        self.guards = GuardedChooser(game, flags, seed) if flags else None
 
     def step(self, state: State, player: int | None = None) -> int:
-        return state.random_action(self.rng, player)
+        if self.guards is None or state.current_player() in (CHANCE, TERMINAL):
+            return state.random_action(self.rng, player)
+        return self.guards.choose(state.array, player)

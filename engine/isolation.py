@@ -12,8 +12,10 @@ Requests (referee -> bot):
   {"op": "move", "history": [...], "player": P, "ms": T}                         -> an integer
   {"op": "bye"}
 The k-th line a bot writes answers the k-th request; answers to requests whose deadline passed
-are recognised by that count and dropped. Which program runs in the child is the caller's
-choice (`host`: an argv prefix; the bot spec is appended), so the engine imports no agent.
+are recognised by that count and dropped, and a bot is sent no new request while it still owes
+one (it is asked once it catches up, else it is late), so requests never pile up. Which
+program runs in the child is the caller's choice (`host`: an argv prefix; the bot spec is
+appended), so the engine imports no agent.
 """
 
 from __future__ import annotations
@@ -36,7 +38,6 @@ from engine.protocol import State
 MAX_LINE = 64  # an answer is a small integer; anything longer is garbage
 READ_CHUNK = 65536
 STDERR_TAIL = 4096
-MAX_OWED = 2  # a bot this many answers behind is not asked again until it catches up
 DEFAULT_MEMORY_MB = 2048
 STARTUP_S = 120.0  # imports and numba cache loads happen before the first "ok"
 
@@ -116,7 +117,8 @@ class BotProcess:
         self.pending = False
         self.answer: str | None = None
         self.dead = False
-        self.sent_at = 0.0
+        self.asked = False
+        self.answered_at = 0.0
 
     @property
     def alive(self) -> bool:
@@ -281,33 +283,41 @@ class IsolatedPlayers:
         self._wait(lambda: all(b.owed == 0 or b.dead for b in self.bots), STARTUP_S)
 
     def ask(self, state: State, players: Sequence[int]) -> dict[int, int]:
-        """One lap: every named player's action, legal whatever its bot did."""
+        """One lap: every named player's action, legal whatever its bot did.
+
+        A bot still busy with an earlier, expired request is asked as soon as its stale answer
+        arrives, with what is left of the lap; so a slow bot never queues requests up.
+        """
         history = state.history()
         legal = {p: state.legal_actions(p) for p in players}
-        asked: list[tuple[int, BotProcess]] = []
+        lap = {p: self.bots[p] for p in players if not self.bots[p].dead}
         start = time.perf_counter()
-        for p in players:
-            bot = self.bots[p]
-            if bot.dead or bot.owed >= MAX_OWED:
-                continue
-            bot.pending, bot.answer = True, None
-            bot.send({"op": "move", "history": history, "player": p, "ms": self.move_ms})
-            bot.sent_at = time.perf_counter()
-            asked.append((p, bot))
-        if asked:
-            self._wait(lambda: all(not b.pending for _, b in asked), self.move_ms / 1000.0, start)
+        for bot in lap.values():
+            bot.asked, bot.pending, bot.answer = False, False, None
+
+        def settled() -> bool:
+            now = time.perf_counter()
+            for p, bot in lap.items():
+                if not bot.asked and bot.owed == 0 and not bot.dead:
+                    left = max(1.0, self.move_ms - (now - start) * 1000.0)
+                    bot.asked, bot.pending = True, True
+                    bot.send({"op": "move", "history": history, "player": p, "ms": left})
+            return all(bot.dead or (bot.asked and not bot.pending) for bot in lap.values())
+
+        if lap:
+            self._wait(settled, self.move_ms / 1000.0, start)
         actions: dict[int, int] = {}
         for p in players:
             bot = self.bots[p]
             action = None
             if bot.dead:
                 pass
-            elif bot.pending or (p, bot) not in asked:
+            elif bot.pending or not bot.asked:
                 bot.pending = False
                 bot.stats.late += 1
                 bot.stats.times.append(self.move_ms / 1000.0)
             else:
-                bot.stats.times.append(bot.answered_at - bot.sent_at)
+                bot.stats.times.append(bot.answered_at - start)
                 action = _parse_action(bot.answer)
                 if action is None or action not in legal[p]:
                     bot.stats.illegal += 1
@@ -319,7 +329,9 @@ class IsolatedPlayers:
             actions[p] = action
         return actions
 
-    def finish(self) -> list[SeatStats]:
+    def finish(self, drain_s: float = 0.05) -> list[SeatStats]:
+        """Per-seat statistics of the game, after counting what the bots already sent."""
+        self._wait(lambda: False, drain_s)
         for bot in self.bots:
             bot.stats.peak_kb = max(bot.stats.peak_kb, bot.peak_kb())
         return [bot.stats for bot in self.bots]

@@ -50,7 +50,9 @@ def run_game(
         if player == SIMULTANEOUS:
             living = [p for p in range(game.num_players) if state.legal_actions(p)]
             chosen = ask(state, living)
-            state.apply_actions([chosen.get(p, game.neutral_action) for p in range(game.num_players)])
+            state.apply_actions(
+                [chosen.get(p, game.neutral_action) for p in range(game.num_players)]
+            )
         elif player == CHANCE:
             state.apply_action(state.random_action(chance_rng))
         else:

@@ -181,6 +181,70 @@ def observation(s, player, out):
         out[base : base + CELLS] = 1.0
 
 
+# ---- heuristic evaluation (agents: simab) -------------------------------------------------------
+UNREACHED = CELLS + 1
+MAX_TEAMS = 10  # team ids are digits
+
+
+@njit(cache=True, inline="always")
+def _distances(s, start, dist, queue):
+    """BFS steps from the head tile `start` to every free tile reachable over free tiles."""
+    dist[:] = UNREACHED
+    dist[start] = 0
+    queue[0] = start
+    head, tail = 0, 1
+    while head < tail:
+        tile = queue[head]
+        head += 1
+        for heading in range(4):
+            nxt = step_target(tile, heading)
+            if nxt != OFF_BOARD and s[nxt] == 0 and dist[nxt] == UNREACHED:
+                dist[nxt] = dist[tile] + 1
+                queue[tail] = nxt
+                tail += 1
+
+
+@njit(cache=True)
+def evaluate(s, player):
+    """Voronoi territory in [-1, 1]: free tiles `player`'s team reaches strictly first, minus
+    the best other team's, over the free tiles. Dead bike -1; a finished game its return."""
+    if s[STATUS] == OVER:
+        return np.float64(s[RET + player])
+    if s[ALIVE + player] == 0:
+        return -1.0
+    n = s[NUM_PLAYERS]
+    dist = np.empty((n, CELLS), dtype=np.int64)
+    queue = np.empty(CELLS, dtype=np.int64)
+    for p in range(n):
+        if s[ALIVE + p]:
+            _distances(s, s[POS + p], dist[p], queue)
+    tiles = np.zeros(MAX_TEAMS, dtype=np.int64)
+    free = 0
+    for cell in range(CELLS):
+        if s[cell] != 0:
+            continue
+        free += 1
+        best, owner = UNREACHED, -1
+        for p in range(n):
+            if s[ALIVE + p] == 0 or dist[p, cell] > best:
+                continue
+            if dist[p, cell] < best:
+                best, owner = dist[p, cell], s[TEAM + p]
+            elif owner != s[TEAM + p]:
+                owner = -1  # two teams tie: nobody's
+        if best < UNREACHED and owner >= 0:
+            tiles[owner] += 1
+    team = s[TEAM + player]
+    rival = 0
+    for t in range(MAX_TEAMS):
+        if t != team and tiles[t] > rival:
+            rival = tiles[t]
+    return (tiles[team] - rival) / max(free, 1)
+
+
+# ---- end of heuristic evaluation ---------------------------------------------------------------
+
+
 KERNELS = KernelSet(
     init=init,
     current_player=current_player,
@@ -209,6 +273,7 @@ class Lazerbike(Game):
     kind = "war"
     simultaneous = True
     neutral_action = NEUTRAL
+    evaluate = staticmethod(evaluate)  # numba dispatchers bind as methods otherwise
     default_params: ClassVar[dict[str, Any]] = {"players": 2, "teams": ""}
 
     def _kernels(self) -> KernelSet:

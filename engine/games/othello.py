@@ -221,6 +221,71 @@ def observation(s, player, out):
         out[2 * CELLS + i] = np.float32((legal >> i) & 1)
 
 
+# ---- heuristic evaluation (agents: alphabeta) ---------------------------------------------------
+# The weighted sum of the Othello study: corners x4, discs next to a free corner x-2, edges x1,
+# frontier (empty squares next to own discs) x-0.2, discs x0.5, mobility x2, each as own minus
+# opponent's count; a finished game is worth its result.
+CORNER_SQUARES = (0, 7, 56, 63)
+CORNER_NEIGHBOURS = ((1, 8, 9), (6, 14, 15), (48, 49, 57), (54, 55, 62))
+CORNERS = sum(1 << sq for sq in CORNER_SQUARES)
+NEAR_CORNERS = sum(1 << sq for group in CORNER_NEIGHBOURS for sq in group)
+BORDER = sum(1 << sq for sq in range(CELLS) if sq % SIZE in (0, 7) or sq // SIZE in (0, 7))
+#: border squares that are neither corners nor next to a corner
+EDGES = BORDER & ~(CORNERS | NEAR_CORNERS)
+NOT_A = 0xFEFEFEFEFEFEFEFE  # shifting toward higher columns must not land on column a
+NOT_H = 0x7F7F7F7F7F7F7F7F
+EVAL_SCALE = 20.0
+
+
+@njit(cache=True, inline="always")
+def _neighbours(x):
+    """Squares next to any disc of x (8 directions, no wrap between rows)."""
+    a, h = np.uint64(NOT_A), np.uint64(NOT_H)
+    one, seven, eight, nine = np.uint64(1), np.uint64(7), np.uint64(8), np.uint64(9)
+    return (
+        ((x << one) & a)
+        | ((x >> one) & h)
+        | (x << eight)
+        | (x >> eight)
+        | ((x << nine) & a)
+        | ((x >> nine) & h)
+        | ((x << seven) & h)
+        | ((x >> seven) & a)
+    )
+
+
+@njit(cache=True, inline="always")
+def _features(own, opp):
+    """The study's weighted sum for the owner of `own`, before the opponent's is subtracted."""
+    empty = ~(own | opp)
+    near_free = np.uint64(0)
+    for i in range(4):
+        if (empty >> np.uint64(CORNER_SQUARES[i])) & np.uint64(1):
+            for sq in CORNER_NEIGHBOURS[i]:
+                near_free |= np.uint64(1) << np.uint64(sq)
+    return (
+        4.0 * popcount(own & np.uint64(CORNERS))
+        - 2.0 * popcount(own & near_free)
+        + 1.0 * popcount(own & np.uint64(EDGES))
+        - 0.2 * popcount(_neighbours(own) & empty)
+        + 0.5 * popcount(own)
+        + 2.0 * popcount(mobility(own, opp))
+    )
+
+
+@njit(cache=True)
+def evaluate(s, player):
+    """The study's heuristic for `player`, squashed into [-1, 1] (a result is exactly +-1, 0)."""
+    if s[STATUS] != ONGOING:
+        return 0.0 if s[STATUS] == DRAW else (1.0 if s[STATUS] == player else -1.0)
+    own = np.uint64(s[player])
+    opp = np.uint64(s[1 - player])
+    return np.tanh((_features(own, opp) - _features(opp, own)) / EVAL_SCALE)
+
+
+# ---- end of heuristic evaluation ---------------------------------------------------------------
+
+
 KERNELS = KernelSet(
     init=init,
     current_player=current_player,
@@ -298,6 +363,7 @@ class Othello(Game):
     openspiel_name = "othello"
     kind = "duel"
     neutral_action = NEUTRAL
+    evaluate = staticmethod(evaluate)  # numba dispatchers bind as methods otherwise
 
     def _kernels(self) -> KernelSet:
         return KERNELS

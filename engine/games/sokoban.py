@@ -193,7 +193,7 @@ def kill_holes(s):
             reachable = False
             if live > 0:
                 s[scr + r] = np.int64(1) << c
-                reachable = fill(s, True, live >= 9, True)
+                reachable = fill(s, True, live >= 2, True)
                 clear_scratch(s)
             if not reachable:
                 s[HEADER + DEAD * h + r] |= np.int64(1) << c

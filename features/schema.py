@@ -1,0 +1,65 @@
+"""The three data types every generation technique writes, as Arrow schemas.
+
+`games`: one row per game. `sequences`: one row per game and player, holding the action of
+every player at every step (the original study's layout: in a turn-based game the players who
+do not act in a step get the game's neutral value, −1 for Connect 4; dead Lazerbike bikes −2),
+flattened step-major into `actions` with `num_players` entries per step. `positions`: one row
+per recorded position, with enough to rebuild the state (`state`, the kernel array, plus the
+game spec and scenario of its game row), the side to move, the legal mask, a-priori features
+(the observation tensor of the side to move, flattened) and a-posteriori targets.
+
+Columns use variable-length lists so one schema serves every game; `manifest.json` records
+the game's shapes (num_actions, observation_shape, state_size) next to the shards.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+TABLES = ("games", "sequences", "positions")
+
+GAMES = pa.schema(
+    [
+        pa.field("game_id", pa.int64(), nullable=False),  # unique within a dataset
+        pa.field("technique", pa.string(), nullable=False),
+        pa.field("game", pa.string(), nullable=False),  # game spec, e.g. lazerbike:players=4
+        pa.field("scenario", pa.string(), nullable=False),  # JSON of the scenario options
+        pa.field("seed", pa.int64(), nullable=False),  # scenario seed
+        pa.field("agents", pa.list_(pa.string()), nullable=False),  # one spec per seat
+        pa.field("returns", pa.list_(pa.float32()), nullable=False),  # one per player
+        pa.field("length", pa.int32(), nullable=False),  # steps (laps for simultaneous games)
+        pa.field("history", pa.list_(pa.int16()), nullable=False),  # flat, as State.history()
+    ]
+)
+
+SEQUENCES = pa.schema(
+    [
+        pa.field("game_id", pa.int64(), nullable=False),
+        pa.field("player", pa.int8(), nullable=False),  # whose outcome this row carries
+        pa.field("num_players", pa.int8(), nullable=False),
+        pa.field("length", pa.int32(), nullable=False),  # steps
+        pa.field("actions", pa.list_(pa.int16()), nullable=False),  # length * num_players
+        pa.field("outcome", pa.float32(), nullable=False),  # the row player's return
+    ]
+)
+
+POSITIONS = pa.schema(
+    [
+        pa.field("game_id", pa.int64(), nullable=False),
+        pa.field("ply", pa.int32(), nullable=False),  # step index within the game
+        pa.field("player", pa.int8(), nullable=False),  # side to move (the player recorded)
+        pa.field("state", pa.list_(pa.int64()), nullable=False),  # kernel state array
+        pa.field("legal_mask", pa.list_(pa.int8()), nullable=False),  # num_actions
+        pa.field("features", pa.list_(pa.float32()), nullable=False),  # observation, flat
+        pa.field("action", pa.int16(), nullable=False),  # action played (neutral if none)
+        pa.field("outcome", pa.float32(), nullable=False),  # final return of `player`
+        # per-action a-posteriori scores for `player` (mean outcome over the final states
+        # reached after that action; NaN where the action was not explored)
+        pa.field("action_scores", pa.list_(pa.float32()), nullable=False),
+        pa.field("immediate_wins", pa.int16(), nullable=False),  # actions that win at once
+        pa.field("policy", pa.list_(pa.float32()), nullable=True),  # self-play visit shares
+    ]
+)
+
+SCHEMAS = {"games": GAMES, "sequences": SEQUENCES, "positions": POSITIONS}
