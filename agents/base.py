@@ -35,6 +35,7 @@ _BUILTIN_MODULES = (
     "agents.openspiel_agent",
     "agents.file_agent",
     "agents.alphabeta",
+    "agents.simab",
 )
 
 

@@ -414,36 +414,39 @@ def plot_scores(pairing_summaries: Sequence[dict[str, Any]], path: Path, title: 
 
 
 def pairing_table(summaries: Sequence[dict[str, Any]], title: str = ""):
-    """A rich table: one line per pairing, then each bot's timing, memory and misbehaviour."""
+    """Rich tables: one line per pairing, then one per bot and pairing (time, memory, faults)."""
+    from rich.console import Group
     from rich.table import Table
 
-    table = Table(title=title or None)
-    for column in ("A", "B", "W/D/L", "score [95%]", "Elo [95%]"):
-        table.add_column(column)
-    for column in ("bot", "ms mean/p95", "peak MiB", "illegal/late/crash"):
-        table.add_column(column, justify="right" if column != "bot" else "left")
-    for s in summaries:
-        elo_value = (
-            s["elo"] if s["elo"] is not None else (math.inf if s["score"] >= 1 else -math.inf)
+    results = Table(title=title or None)
+    for column in ("#", "A", "B", "W/D/L", "score A [95%]", "Elo A-B [95%]"):
+        results.add_column(column, justify="right" if column == "#" else "left")
+    bots = Table()
+    for column in ("#", "bot", "ms mean", "ms p95", "peak MiB", "illegal", "late", "crash"):
+        bots.add_column(column, justify="left" if column == "bot" else "right")
+    for number, s in enumerate(summaries, start=1):
+        results.add_row(
+            str(number),
+            s["spec_a"],
+            s["spec_b"],
+            f"{s['wins']}/{s['draws']}/{s['losses']}",
+            f"{s['score']:.3f} [{s['score_low']:.3f}, {s['score_high']:.3f}]",
+            f"{_elo_text(s['elo'], s['score'] - 0.5)} "
+            f"[{_elo_text(s['elo_low'], -1)}, {_elo_text(s['elo_high'], 1)}]",
         )
-        elo_text = (
-            f"{elo_value:+.0f} [{_elo_text(s['elo_low'], -1)}, {_elo_text(s['elo_high'], 1)}]"
-        )
-        for k, bot in enumerate(s["bots"]):
-            first = k == 0
-            table.add_row(
-                s["spec_a"] if first else "",
-                s["spec_b"] if first else "",
-                f"{s['wins']}/{s['draws']}/{s['losses']}" if first else "",
-                f"{s['score']:.3f} [{s['score_low']:.3f}, {s['score_high']:.3f}]" if first else "",
-                elo_text if first else "",
+        for bot in s["bots"]:
+            bots.add_row(
+                str(number),
                 bot["spec"],
-                f"{bot['time_mean_ms']:.1f}/{bot['time_p95_ms']:.1f}",
+                f"{bot['time_mean_ms']:.1f}",
+                f"{bot['time_p95_ms']:.1f}",
                 f"{bot['peak_kb'] / 1024:.0f}",
-                f"{bot['illegal']}/{bot['late']}/{bot['crashes']}",
+                str(bot["illegal"]),
+                str(bot["late"]),
+                str(bot["crashes"]),
             )
-    return table
+    return Group(results, bots)
 
 
-def _elo_text(value: float | None, sign: int) -> str:
+def _elo_text(value: float | None, sign: float) -> str:
     return f"{value:+.0f}" if value is not None else ("+inf" if sign > 0 else "-inf")

@@ -167,6 +167,23 @@ def show(
     typer.echo(f"history: {g.format_moves(state.history())}")
 
 
+@app.command()
+def solve(
+    game: Annotated[str, typer.Argument(help="connect4 (the only game with an exact solver).")],
+    analyze: Annotated[
+        bool, typer.Option(help="Score every column instead of the position.")
+    ] = False,
+):
+    """Exact scores of Connect 4 positions read from stdin, one move string per line."""
+    if game != "connect4":
+        raise UserError(f"solve: no exact solver for {game!r}; only connect4 has one")
+    from agents.c4solver import solve_lines
+
+    status = solve_lines(sys.stdin, analyze, sys.stdout, sys.stderr)
+    if status:
+        raise typer.Exit(status)
+
+
 @app.command("new-game")
 def new_game(
     name: Annotated[str, typer.Argument(help="Module name of the new game.")],
@@ -202,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
 
     command = typer.main.get_command(app)
     try:
-        command.main(args=argv, prog_name="gridbots", standalone_mode=False)
+        code = command.main(args=argv, prog_name="gridbots", standalone_mode=False)
     except typer.Exit as done:
         return done.exit_code
     except typer.Abort:
@@ -217,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":

@@ -195,7 +195,9 @@ def move(
         sys.stdout.write(answer + "\n")
         sys.stdout.flush()
     if failed:
-        raise typer.Exit(2)
+        # cli.main drops the code a typer.Exit carries (click returns it in non-standalone
+        # mode), so leave the way the interpreter does: exit status 2, no further output
+        sys.exit(2)
 
 
 def _answer(game, agent, line: str, seed: int, player: int | None) -> str:

@@ -101,3 +101,22 @@ def test_second_call_loads_compiled_kernels_from_the_cache():
     assert again.returncode == 0
     log = again.stdout + again.stderr
     assert "data loaded" in log and "data saved" not in log, log[-2000:]
+
+
+def test_solve_answers_each_line_and_flags_bad_ones():
+    lines = "2252576253462244111563365343671351441\n121212\n444444\n4x4\n"
+    done = gridbots("solve", "connect4", "--analyze", stdin=lines)
+    assert done.returncode == 2
+    assert done.stdout.splitlines() == [
+        "2252576253462244111563365343671351441 x x x x x -1 -2",
+        "121212 18 -3 -18 -18 -18 -18 -18",
+        "444444 -1 0 1 x 1 0 -1",
+    ]
+    assert done.stderr.count("\n") == 1 and "line 4" in done.stderr
+    plain = gridbots("solve", "connect4", stdin="121212\n")
+    assert plain.returncode == 0 and plain.stdout == "121212 18\n"
+
+
+def test_solve_refuses_other_games():
+    done = gridbots("solve", "othello", stdin="1\n")
+    assert done.returncode == 2 and "only connect4" in done.stderr

@@ -557,3 +557,35 @@ class Sokoban(Game):
                     f"sokoban: bad move {token!r}; use 0-4, up/down/left/right/stay or u d l r s"
                 )
         return actions
+
+
+# ---- planning layout (agents: planner) -----------------------------------------------------
+def layout(s: np.ndarray) -> dict[str, np.ndarray]:
+    """The grid a planning agent reads, so no agent decodes the state array's offsets.
+
+    Boolean (H, W) planes `walls` (the outside of the board is wall too), `boxes`, `holes`
+    (unfilled) and `exits`; `players` the player tiles r * W + c; `moves` the action ids of
+    up, down, left, right, in the order of engine.pathfind's moves; `stay` the idle action.
+    """
+    w, h = int(s[W_]), int(s[H_])
+    columns = np.arange(w, dtype=np.int64)
+
+    def plane(k: int) -> np.ndarray:
+        rows = s[HEADER + k * h : HEADER + (k + 1) * h]
+        return ((rows[:, None] >> columns[None, :]) & 1).astype(bool)
+
+    return {
+        "width": np.int64(w),
+        "height": np.int64(h),
+        "walls": plane(WALL),
+        "boxes": plane(BOX),
+        "holes": plane(HOLE),
+        "exits": plane(EXIT),
+        "players": s[PLAYERS : PLAYERS + int(s[NP_])].copy(),
+        "moves": np.array([UP, DOWN, LEFT, RIGHT], dtype=np.int64),
+        "stay": np.int64(STAY),
+    }
+
+
+Sokoban.layout = staticmethod(layout)
+# ---- end of planning layout ----------------------------------------------------------------

@@ -1,0 +1,159 @@
+"""simab: hand-worked Lazerbike positions, node counts, brute-force max-min, a seeded match."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import agents
+from agents.base import AgentError
+from agents.simab import WIN_SCALE, search
+from engine import load_game, parse_game_spec
+from engine.conformance import check_game
+from engine.games import lazerbike as lb
+from engine.games.lazerbike import state_from_setup
+from engine.match import play_match
+from engine.protocol import SIMULTANEOUS, TERMINAL
+
+L, F, R = 0, 1, 2
+
+
+def maxmin(game, state, me: int, depth: int, laps: int = 0) -> float:
+    """Brute force: MAX over own actions, MIN over the joint moves of all the others."""
+    if state.current_player() == TERMINAL:
+        r = state.returns()[me]
+        return r * WIN_SCALE - laps if r > 0 else (r * WIN_SCALE + laps if r < 0 else 0.0)
+    own = state.legal_actions(me)
+    if not own:  # out while the game goes on: lost unless a team-mate still drives
+        mates = [q for q in range(game.num_players) if q != me and game.teams[q] == game.teams[me]]
+        if not any(state.legal_actions(q) for q in mates):
+            return -WIN_SCALE + laps
+        return float(game.evaluate(state.array, me))
+    if depth == 0:
+        return float(game.evaluate(state.array, me))
+    others = [p for p in range(game.num_players) if p != me]
+    options = [state.legal_actions(p) or [game.neutral_action] for p in others]
+    best = -np.inf
+    for a in own:
+        worst = np.inf
+        for combo in np.array(np.meshgrid(*options)).T.reshape(-1, len(others)):
+            joint = [0] * game.num_players
+            joint[me] = a
+            for p, b in zip(others, combo, strict=True):
+                joint[p] = int(b)
+            child = state.clone()
+            child.apply_actions(joint)
+            worst = min(worst, maxmin(game, child, me, depth - 1, laps + 1))
+        best = max(best, worst)
+    return best
+
+
+def test_turns_to_survive():
+    g = load_game("lazerbike")
+    # corner (0,0) facing north: forward and left leave the board, right is the only way
+    s = state_from_setup(g, [(0, 0, "N"), (10, 10, "W")])
+    for depth in (1, 2, 3):
+        value, action, _ = search(g, s.array, 0, depth)
+        assert action == R and value > -WIN_SCALE / 2
+    agent = agents.make("simab:depth=2", g, seed=0)
+    assert agent.step(s.clone(), 0) == R
+
+
+def test_cuts_the_opponent_off():
+    """A trail wall down column 10 with one gap at (7,10). A (7,11) facing west and B (7,13)
+    share the 4-column east side; A driving through the gap seals B into 60 tiles and takes the
+    150-tile west side. Turning north or south keeps A shut in with B."""
+    g = load_game("lazerbike")
+    s = state_from_setup(g, [(7, 11, "W"), (7, 13, "E")])
+    for r in range(15):
+        if r != 7:
+            s.array[r * 15 + 10] = 2
+    for depth in (2, 3):
+        value, action, _ = search(g, s.array, 0, depth)
+        assert action == F and value > 0.3
+    # from B's side the same wall is a loss in territory whatever it does
+    value, _, _ = search(g, s.array, 1, 2)
+    assert value < -0.3
+
+
+def test_min_node_enumerates_joint_moves_of_all_others():
+    g3 = parse_game_spec("lazerbike:players=3")
+    s = g3.new_initial_state()
+    _, _, stats = search(g3, s.array, 0, 1, prune=False)
+    assert stats[3] == 3 and stats[0] == 27  # 3 own actions, each against 3 x 3 joint moves
+    _, _, pruned = search(g3, s.array, 0, 1)
+    assert 9 <= pruned[0] <= 27
+    s.array[lb.ALIVE + 2] = 0  # a dead bike plays the neutral action only
+    _, _, stats = search(g3, s.array, 0, 1, prune=False)
+    assert stats[0] == 9
+    g2 = load_game("lazerbike")
+    _, _, stats = search(g2, g2.new_initial_state().array, 1, 2, prune=False)
+    assert stats[0] == 9 + 9 * 9  # lap 1: 3 x 3; lap 2: 9 children, each 3 x 3 again
+
+
+def random_positions(game, count: int, seed: int):
+    rng = np.random.default_rng(seed)
+    found = 0
+    while found < count:
+        state = game.new_initial_state(seed=int(rng.integers(1 << 30)), start="random")
+        for _ in range(int(rng.integers(0, 25))):
+            if state.current_player() != SIMULTANEOUS:
+                break
+            state.apply_actions([state.random_action(rng, p) for p in range(game.num_players)])
+        if state.current_player() == SIMULTANEOUS:
+            found += 1
+            yield state
+
+
+@pytest.mark.parametrize("spec", ["lazerbike", "lazerbike:players=3", "lazerbike:players=4,teams=0101"])
+def test_agrees_with_brute_force(spec):
+    g = parse_game_spec(spec)
+    for state in random_positions(g, 4, seed=len(spec)):
+        for me in range(g.num_players):
+            if not state.legal_actions(me):
+                continue
+            for depth in (1, 2) if g.num_players < 4 else (1,):
+                truth = maxmin(g, state, me, depth)
+                for prune in (True, False):
+                    value, action, _ = search(g, state.array, me, depth, prune=prune)
+                    assert value == pytest.approx(truth, abs=1e-12), (spec, me, depth, prune)
+                    assert action in state.legal_actions(me)
+
+
+def test_team_mates_do_not_change_the_choice():
+    """With team-mates played as opponents, swapping which seat is the mate changes nothing."""
+    g_team = parse_game_spec("lazerbike:players=3,teams=001")
+    g_free = parse_game_spec("lazerbike:players=3")
+    s = g_team.new_initial_state(seed=3, start="random")
+    t = g_free.new_initial_state(seed=3, start="random")
+    _, _, a = search(g_team, s.array, 0, 2, prune=False)
+    _, _, b = search(g_free, t.array, 0, 2, prune=False)
+    assert a[0] == b[0]  # the same joint moves enumerated
+
+
+def test_beats_guarded_random():
+    g = load_game("lazerbike")
+    result = play_match(
+        g,
+        lambda seed: agents.make("simab:depth=2", g, seed=seed),
+        lambda seed: agents.make("random:guards=safe", g, seed=seed),
+        games=12,
+        seed=7,
+        start="random",
+    )
+    assert result.wins >= 9, (result.wins, result.draws, result.losses)
+
+
+def test_timed_agent_and_errors():
+    g = load_game("lazerbike")
+    agent = agents.make("simab:ms=30", g, seed=0)
+    s = g.new_initial_state()
+    assert agent.step(s.clone(), 0) in (L, F, R)
+    assert agent.last is not None and agent.last[2] >= 1
+    with pytest.raises(AgentError, match="alphabeta"):
+        agents.make("simab", load_game("connect4"))
+    with pytest.raises(AgentError, match="unknown"):
+        agents.make("simab:width=3", g)
+    with pytest.raises(AgentError):
+        agents.make("simab:depth=x", g)
+    check_game(g, 0, start="random")
