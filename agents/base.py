@@ -36,6 +36,8 @@ _BUILTIN_MODULES = (
     "agents.file_agent",
     "agents.alphabeta",
     "agents.simab",
+    "agents.planner",
+    "agents.lazerbike_agents",
 )
 
 
@@ -49,6 +51,10 @@ def builder(name: str):
     return wrap
 
 
+#: spec names whose text after the colon is not key=value options (`file:PATH.py[:NAME]`)
+RAW_SPECS = frozenset({"file"})
+
+
 def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     """`name[:variant][:key=value,…]` → (name, options); a variant is stored as `variant`.
 
@@ -56,11 +62,13 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     """
     name, _, rest = spec.strip().partition(":")
     options: dict[str, str] = {}
+    if name in RAW_SPECS:  # the rest is a path, parsed by the agent itself
+        return name, {"variant": rest} if rest else {}
     head, colon, tail = rest.partition(":")
-    if head and "=" not in head and "," not in head:
-        options["variant"], rest = head, tail
-    elif colon:
-        raise AgentError(f"bad agent spec {spec!r}: expected name[:variant][:key=value,...]")
+    if colon and head and "=" not in head and "," not in head:
+        options["variant"], rest = head, tail  # values may hold colons: eval=onnx:PATH
+    elif head and "=" not in head and "," not in head:
+        options["variant"], rest = head, ""
     for item in filter(None, rest.split(",")):
         key, eq, value = item.partition("=")
         if not eq or not key.strip():

@@ -264,6 +264,23 @@ class MCTSAgent(Agent):
         tree = self.search(state)
         return int(tree.action[tree.best_child()])
 
+    def policy(self, state: State) -> np.ndarray:
+        """Searches `state` and returns the root's visit shares over all `num_actions` (zero on
+        illegal actions): the self-play training target (features.generate.selfplay)."""
+        actions, visits, _ = self.search(state).root_children()
+        shares = np.zeros(self.game.num_actions, dtype=np.float64)
+        np.add.at(shares, actions, visits)
+        return shares / max(shares.sum(), 1)
+
+    def root_values(self) -> np.ndarray:
+        """Mean simulation value of each root action for the player to move, from the last
+        search (NaN for actions not visited or not legal)."""
+        values = np.full(self.game.num_actions, np.nan)
+        if self.last_tree is not None:
+            actions, visits, means = self.last_tree.root_children()
+            values[actions[visits > 0]] = means[visits > 0]
+        return values
+
     def plan(self, state: State) -> list[int]:
         """The whole turn: most-visited actions down the tree until the turn ends (END_TURN or
         another player to move), for games with multi-action turns."""

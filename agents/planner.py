@@ -110,6 +110,10 @@ def _finish(grid: Grid, key: Key) -> tuple[float, list[tuple[int, int]]] | None:
     """Cheapest way found to walk every player onto a distinct exit, one after the other."""
     best: tuple[float, list[tuple[int, int]]] | None = None
     n = len(key[2])
+    for i, tile in enumerate(key[2]):  # cheap test first: each can reach some exit
+        dist, _ = distances_from(_costs(grid, key, i), grid.width, grid.height, tile)
+        if not any(dist[e] >= 0 for e in grid.exits):
+            return None
     for order in itertools.permutations(range(n)):
         players, total, steps = list(key[2]), 0.0, []
         for i in order:
@@ -145,7 +149,7 @@ def _heuristic(grid: Grid, key: Key) -> float:
 
 
 def _astar(grid: Grid, start: Key, max_nodes: int, prune: bool) -> list[tuple[int, int]] | None:
-    parents: dict[Key, tuple[Key | None, list[tuple[int, int]]]] = {start: (None, [])}
+    parents: dict[Key, tuple[Key | None, tuple[int, int, int]]] = {start: (None, (0, 0, 0))}
     best_g = {start: 0.0}
     tie = itertools.count()
     heap: list = [(_heuristic(grid, start), next(tie), 0.0, start, None)]
@@ -156,8 +160,9 @@ def _astar(grid: Grid, start: Key, max_nodes: int, prune: bool) -> list[tuple[in
             steps: list[tuple[int, int]] = list(finish)
             node: Key | None = key
             while node is not None:
-                parent, macro = parents[node]
-                steps = macro + steps
+                parent, push = parents[node]
+                if parent is not None:
+                    steps = _macro(grid, parent, *push) + steps
                 node = parent
             return steps
         if g > best_g.get(key, np.inf):
@@ -166,21 +171,21 @@ def _astar(grid: Grid, start: Key, max_nodes: int, prune: bool) -> list[tuple[in
         done = _finish(grid, key)
         if done is not None:
             heapq.heappush(heap, (g + done[0], next(tie), g + done[0], key, done[1]))
-        for child, cost, macro in _pushes(grid, key, prune):
+        for child, cost, push in _pushes(grid, key, prune):
             ng = g + cost
             if ng < best_g.get(child, np.inf):
                 best_g[child] = ng
-                parents[child] = (key, macro)
+                parents[child] = (key, push)
                 heapq.heappush(heap, (ng + _heuristic(grid, child), next(tie), ng, child, None))
     return None
 
 
 def _pushes(grid: Grid, key: Key, prune: bool):
-    """(child key, moves, macro) of every single push any player can walk to and make."""
+    """(child key, moves, (player, pusher tile, push move)) of every push a player can make."""
     boxes, holes, players = key
     box_set, hole_set = set(boxes), set(holes)
     for i, pos in enumerate(players):
-        dist, pred = distances_from(_costs(grid, key, i), grid.width, grid.height, pos)
+        dist, _ = distances_from(_costs(grid, key, i), grid.width, grid.height, pos)
         others = {p for j, p in enumerate(players) if j != i}
         for box in boxes:
             for move in range(4):
@@ -195,9 +200,15 @@ def _pushes(grid: Grid, key: Key, prune: bool):
                     continue
                 new_boxes = tuple(sorted((box_set - {box}) | (set() if filled else {landing})))
                 new_holes = tuple(h for h in holes if h != landing)
-                new_players = players[:i] + (box,) + players[i + 1 :]
-                macro = [(i, m) for m in _walk(grid, pred, pos, pusher)] + [(i, move)]
-                yield (new_boxes, new_holes, new_players), dist[pusher] + 1, macro
+                new_players = (*players[:i], box, *players[i + 1 :])
+                yield (new_boxes, new_holes, new_players), dist[pusher] + 1, (i, pusher, move)
+
+
+def _macro(grid: Grid, key: Key, player: int, pusher: int, move: int) -> list[tuple[int, int]]:
+    """The steps of one push macro from position `key`: the walk, then the push."""
+    pos = key[2][player]
+    _, pred = distances_from(_costs(grid, key, player), grid.width, grid.height, pos)
+    return [(player, m) for m in _walk(grid, pred, pos, pusher)] + [(player, move)]
 
 
 def compress(grid: Grid, start: Key, steps: Sequence[tuple[int, int]]) -> list[dict[int, int]]:

@@ -204,9 +204,7 @@ def search(game: Game, s: np.ndarray, player: int, depth: int, prune: bool = Tru
     stats = np.zeros(4, dtype=np.int64)
     teams = np.array(game.teams, dtype=np.int64)
     meta = (game.num_players, game.num_actions, game.neutral_action)
-    value, action = bound_search(game)(
-        s, player, depth, teams, *meta, prune, first, budget, stats
-    )
+    value, action = bound_search(game)(s, player, depth, teams, *meta, prune, first, budget, stats)
     return float(value), int(action), stats
 
 

@@ -26,7 +26,7 @@ MATCHES: list[tuple[str, str, str, str, int, dict[str, Any], str]] = [
     ("othello_alphabeta_d3_vs_random", "othello", "alphabeta:depth=3", "random", 200,
      {"opening": 2}, "score >= 0.9"),
     ("connect4_alphabeta_ms100_vs_mcts1000", "connect4", "alphabeta:ms=100", "mcts:sims=1000",
-     100, {"opening": 2}, "score > 0.5"),
+     200, {"opening": 2}, "score > 0.5"),
     ("connect4_guarded_vs_random", "connect4", "random:guards=win+block", "random", 200,
      {}, "score clearly above 0.5"),
     ("othello_guarded_vs_random", "othello", "random:guards=win+block", "random", 200,

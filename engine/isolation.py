@@ -4,8 +4,9 @@ The referee writes one JSON object per line to the bot's stdin and reads the bot
 plain text: one integer per line answers one request. Nothing from a bot is ever unpickled or
 even fully parsed when it misbehaves: reads are non-blocking and capped, lines longer than
 `MAX_LINE` are discarded, unsolicited lines are only counted (`bytes.count`), and stderr keeps a
-short tail for crash reports. So a bot that spams or floods its pipe costs the referee a bounded
-amount of memory and a few microseconds per 64 KiB read, never a late lap.
+short tail for crash reports; past `LAP_READ_BUDGET` bytes in a lap a bot's pipe is not read
+again until the next lap (its writes block, which also stops it eating CPU). So a bot that spams
+or floods its pipe costs the referee bounded memory and time, never a late lap.
 
 Requests (referee -> bot):
   {"op": "game", "game": SPEC, "seed": S, "scenario": {...}, "agent_seed": K}   -> "ok"
@@ -37,6 +38,7 @@ from engine.protocol import State
 
 MAX_LINE = 64  # an answer is a small integer; anything longer is garbage
 READ_CHUNK = 65536
+LAP_READ_BUDGET = 256 * 1024  # past this, a bot's pipe is left unread until the next lap
 STDERR_TAIL = 4096
 DEFAULT_MEMORY_MB = 2048
 STARTUP_S = 120.0  # imports and numba cache loads happen before the first "ok"
@@ -119,6 +121,7 @@ class BotProcess:
         self.dead = False
         self.asked = False
         self.answered_at = 0.0
+        self.lap_bytes = 0
 
     @property
     def alive(self) -> bool:
@@ -190,6 +193,7 @@ class BotProcess:
         if not chunk:
             self._die()
             return
+        self.lap_bytes += len(chunk)
         position = 0
         while self.owed and position < len(chunk):
             end = chunk.find(b"\n", position)
@@ -263,12 +267,14 @@ class IsolatedPlayers:
                 bot.start()
             self.selector.register(bot.out_fd, selectors.EVENT_READ, (bot, True))
             self.selector.register(bot.err_fd, selectors.EVENT_READ, (bot, False))
+        self.muted: set[int] = set()
 
     def close(self) -> None:
         self.selector.close()
 
     def begin(self, game_spec: str, seed: int | None, scenario: dict, agent_seeds: Sequence[int]):
         """Announces a game; waits (generously) until every bot has built its agent."""
+        self._unmute()
         for bot, agent_seed in zip(self.bots, agent_seeds, strict=True):
             bot.stats = SeatStats()
             bot.send(
@@ -292,6 +298,7 @@ class IsolatedPlayers:
         legal = {p: state.legal_actions(p) for p in players}
         lap = {p: self.bots[p] for p in players if not self.bots[p].dead}
         start = time.perf_counter()
+        self._unmute()
         for bot in lap.values():
             bot.asked, bot.pending, bot.answer = False, False, None
 
@@ -356,9 +363,19 @@ class IsolatedPlayers:
                         bot.answered_at = time.perf_counter()
                     if bot.dead:
                         self._forget(bot)
+                    elif bot.lap_bytes > LAP_READ_BUDGET:  # a flood: let its writes block
+                        self.selector.unregister(bot.out_fd)
+                        self.muted.add(id(bot))
                 elif not bot.read_stderr():
                     with contextlib.suppress(KeyError, ValueError):
                         self.selector.unregister(bot.err_fd)
+
+    def _unmute(self) -> None:
+        for bot in self.bots:
+            bot.lap_bytes = 0
+            if id(bot) in self.muted and not bot.dead:
+                self.selector.register(bot.out_fd, selectors.EVENT_READ, (bot, True))
+        self.muted.clear()
 
     def _forget(self, bot: BotProcess) -> None:
         for fd in (bot.out_fd, bot.err_fd):

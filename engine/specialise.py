@@ -82,6 +82,25 @@ def _digest(paths: Sequence[str]) -> str:
     return _DIGESTS[key]
 
 
+def _called_files(py_func: Callable, seen: set[int] | None = None) -> set[str]:
+    """Source files of every compiled function `py_func` reaches through its globals.
+
+    The cached machine code of a bound loop holds all of them inlined, so an edit to any of
+    them must change the cache name.
+    """
+    seen = set() if seen is None else seen
+    if id(py_func) in seen:
+        return set()
+    seen.add(id(py_func))
+    files = {inspect.getfile(py_func)}
+    for name in py_func.__code__.co_names:
+        value = py_func.__globals__.get(name)
+        inner = getattr(value, "py_func", None)
+        if callable(inner) and hasattr(inner, "__code__"):
+            files |= _called_files(inner, seen)
+    return files
+
+
 def bind(loop: Generic, kernels: Sequence[Callable], **extra: Callable) -> Callable:
     """The numba-compiled copy of `loop` for one game's kernels (`KernelSet.search()` order).
 
@@ -89,11 +108,11 @@ def bind(loop: Generic, kernels: Sequence[Callable], **extra: Callable) -> Calla
     """
     kernels = tuple(kernels)
     kernel_file = inspect.getfile(sys.modules[kernels[0].py_func.__module__])
-    files = [kernel_file, inspect.getfile(loop.py_func), str(_ENGINE / "loops.py")]
-    files += [str(_ENGINE / "bits.py")]
-    files += [inspect.getfile(sys.modules[fn.py_func.__module__]) for fn in extra.values()]
+    files = {kernel_file, str(_ENGINE / "bits.py")} | _called_files(loop.py_func)
+    for fn in (*kernels, *extra.values()):
+        files |= _called_files(fn.py_func)
     extra_tag = "".join(f"_{name}-{fn.__name__}" for name, fn in sorted(extra.items()))
-    tag = f"{Path(kernel_file).stem}{extra_tag}_{_digest(files)}"
+    tag = f"{Path(kernel_file).stem}{extra_tag}_{_digest(sorted(files))}"
     key = (id(loop), tag)
     if key in _BOUND:
         return _BOUND[key]

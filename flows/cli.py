@@ -209,7 +209,7 @@ def _register_command_groups() -> None:
                 raise
 
 
-COMMAND_MODULES = ("flows.play_commands",)
+COMMAND_MODULES = ("flows.play_commands", "flows.generate_commands", "flows.dataset_commands")
 _register_command_groups()
 
 

@@ -220,3 +220,27 @@ def test_in_process_match_still_counts_from_the_first_agent(connect4):
         games=4,
     )
     assert result.games == 4 and result.wins >= 3 and len(result.histories) == 4
+
+
+def test_isolated_pairing_reuses_processes_and_respawns_after_a_crash(tmp_path, connect4):
+    from engine.tournament import MatchConfig, play_pairing
+
+    path = bot_file(
+        tmp_path,
+        """
+        class Bot:
+            def __init__(self):
+                self.calls = 0
+            def step(self, state, player):
+                self.calls += 1
+                if self.calls == 2:
+                    os._exit(3)
+                return state.legal_actions(player)[-1]
+        """,
+    )
+    config = MatchConfig(games=2, isolated=True, move_ms=2000, opening=0)
+    rows = play_pairing(connect4, f"file:{path}", "random", config, host=command())
+    # a fresh process each game after the crash: one good move, then random moves to the end
+    assert [(row["a_crashes"], row["a_moves"]) for row in rows] == [(1, 1), (1, 1)]
+    assert [row["b_crashes"] for row in rows] == [0, 0] and rows[0]["b_peak_kb"] > 10_000
+    assert rows[0]["history"][0] == "7" and rows[1]["history"][1] == "7"

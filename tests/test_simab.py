@@ -105,7 +105,9 @@ def random_positions(game, count: int, seed: int):
             yield state
 
 
-@pytest.mark.parametrize("spec", ["lazerbike", "lazerbike:players=3", "lazerbike:players=4,teams=0101"])
+@pytest.mark.parametrize(
+    "spec", ["lazerbike", "lazerbike:players=3", "lazerbike:players=4,teams=0101"]
+)
 def test_agrees_with_brute_force(spec):
     g = parse_game_spec(spec)
     for state in random_positions(g, 4, seed=len(spec)):
@@ -157,3 +159,25 @@ def test_timed_agent_and_errors():
     with pytest.raises(AgentError):
         agents.make("simab:depth=x", g)
     check_game(g, 0, start="random")
+
+
+def test_space_agent_uses_path_finding():
+    g = load_game("lazerbike")
+    agent = agents.make("space", g, seed=0)
+    assert agent.step(state_from_setup(g, [(0, 0, "N"), (10, 10, "W")]), 0) == R
+    s = state_from_setup(g, [(7, 11, "W"), (7, 13, "E")])  # the wall of test_cuts_the_opponent_off
+    for r in range(15):
+        if r != 7:
+            s.array[r * 15 + 10] = 2
+    assert agent.step(s.clone(), 0) == F  # through the gap into the 150-tile side
+    result = play_match(
+        g,
+        lambda seed: agents.make("space:dist=20", g, seed=seed),
+        lambda seed: agents.make("random:guards=safe", g, seed=seed),
+        games=8,
+        seed=3,
+        start="random",
+    )
+    assert result.wins >= 6, (result.wins, result.draws, result.losses)
+    with pytest.raises(AgentError, match="walk_grid"):
+        agents.make("space", load_game("sokoban"))

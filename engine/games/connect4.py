@@ -231,3 +231,32 @@ class Connect4(Game):
 
     def format_moves(self, actions) -> str:
         return "".join(str(a + 1) for a in actions)
+
+
+# ---- data hooks (features/encode.py, features/symmetry.py) -------------------------------------
+def _board_codes(self, states: np.ndarray) -> np.ndarray:
+    """Board codes of a batch of states [n, 4] as [n, 6, 7] int8 (row 0 = top, as the
+    observation): 0 empty, 1 a stone of player 0, 2 of player 1."""
+    states = np.atleast_2d(np.asarray(states, dtype=np.int64))
+    to_move = states[:, POSITION]
+    first = np.where((states[:, MOVES] & 1) == 0, to_move, to_move ^ states[:, MASK])
+    second = first ^ states[:, MASK]
+    codes = np.zeros((len(states), HEIGHT, WIDTH), dtype=np.int8)
+    for c in range(WIDTH):
+        for r in range(HEIGHT):
+            bit = c * STRIDE + r
+            codes[:, HEIGHT - 1 - r, c] = ((first >> bit) & 1) + 2 * ((second >> bit) & 1)
+    return codes
+
+
+def _symmetries(self) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Identity and the left-right mirror, as (observation, action) gather permutations."""
+    cells = np.arange(2 * CELLS).reshape(2, HEIGHT, WIDTH)
+    columns = np.arange(WIDTH)
+    return [(cells.ravel(), columns), (cells[:, :, ::-1].ravel(), columns[::-1].copy())]
+
+
+Connect4.board_codes = _board_codes
+Connect4.symmetries = _symmetries
+Connect4.sequence_length = 20  # the study's window: at most 21 rounds, targets shifted by one
+# ---- end of data hooks -------------------------------------------------------------------------

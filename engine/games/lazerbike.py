@@ -424,3 +424,63 @@ def bikes(state: State | np.ndarray) -> list[tuple[int, int, str, bool]]:
         )
         for p in range(int(s[NUM_PLAYERS]))
     ]
+
+
+# ---- data hooks (features/encode.py, features/symmetry.py) -------------------------------------
+_STEPS = ((-1, 0), (0, 1), (1, 0), (0, -1))  # (row, col) step of headings N, E, S, W
+
+
+def _board_codes(self, states: np.ndarray) -> np.ndarray:
+    """Board codes of a batch of states as [n, 15, 15] int8 (row 0 = north): 0 free, -1 a
+    deadly tile (any trail, dead bikes' included), p + 1 the head of living bike p."""
+    states = np.atleast_2d(np.asarray(states, dtype=np.int64))
+    codes = np.where(states[:, :CELLS] != 0, -1, 0).astype(np.int8)
+    rows = np.arange(len(states))
+    for p in range(MAX_BIKES):
+        living = (p < states[:, NUM_PLAYERS]) & (states[:, ALIVE + p] != 0)
+        codes[rows[living], states[living, POS + p]] = p + 1
+    return codes.reshape(len(states), SIZE, SIZE)
+
+
+def _symmetries(self) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The 8 symmetries of the square board (identity first), as (observation, action) gather
+    permutations. The heading planes move with the board; actions are turns relative to the
+    heading, so rotations keep them and reflections swap left and right."""
+    grid = np.arange(CELLS).reshape(SIZE, SIZE)
+    found = []
+    for flipped in (grid, grid.T):
+        for turns in range(4):
+            cells = np.rot90(flipped, turns).ravel()
+            where = np.argsort(cells)  # old tile -> its tile after the transform
+            mid = 7 * SIZE + 7
+            heading_to = []
+            for dr, dc in _STEPS:
+                r, c = divmod(int(where[mid + dr * SIZE + dc]), SIZE)
+                heading_to.append(_STEPS.index((r - 7, c - 7)))
+            observation = np.concatenate([cells + k * CELLS for k in range(PLANES)])
+            for h, h2 in enumerate(heading_to):
+                start = (6 + h2) * CELLS
+                observation[start : start + CELLS] = cells + (6 + h) * CELLS
+            rotation = heading_to[1] == (heading_to[0] + 1) % 4
+            actions = np.array([LEFT, FORWARD, RIGHT] if rotation else [RIGHT, FORWARD, LEFT])
+            found.append((observation, actions))
+    return found
+
+
+Lazerbike.board_codes = _board_codes
+Lazerbike.symmetries = _symmetries
+Lazerbike.deadly_tiles = True
+Lazerbike.sequence_length = 112  # the study's window
+# ---- end of data hooks -------------------------------------------------------------------------
+
+
+# ---- path-finding grid (agents: space) ---------------------------------------------------------
+def walk_grid(s: np.ndarray, player: int) -> tuple[np.ndarray, int, int, int]:
+    """(per-tile entry costs, width, height, source tile) for engine.pathfind: free tiles cost
+    1, trails and heads are blocked (-1), the source is `player`'s head."""
+    cost = np.where(s[:CELLS] == 0, 1.0, -1.0)
+    return cost, SIZE, SIZE, int(s[POS + player])
+
+
+Lazerbike.walk_grid = staticmethod(walk_grid)
+# ---- end of path-finding grid ------------------------------------------------------------------

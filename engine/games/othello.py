@@ -417,3 +417,32 @@ class Othello(Game):
 
     def format_moves(self, actions) -> str:
         return " ".join(square_name(int(a)) for a in actions)
+
+
+# ---- data hooks (features/encode.py, features/symmetry.py) -------------------------------------
+def _board_codes(self, states: np.ndarray) -> np.ndarray:
+    """Board codes of a batch of states [n, 6] as [n, 8, 8] int8 (row 1 first): 0 empty,
+    1 black (player 0), 2 white (player 1)."""
+    states = np.atleast_2d(np.asarray(states, dtype=np.int64))
+    squares = np.arange(CELLS, dtype=np.int64)
+    black = (states[:, BLACK, None] >> squares) & 1
+    white = (states[:, WHITE, None] >> squares) & 1
+    return (black + 2 * white).astype(np.int8).reshape(len(states), SIZE, SIZE)
+
+
+def _symmetries(self) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The 8 symmetries of the square (identity first) as (observation, action) gather
+    permutations; the pass stays the pass."""
+    grid = np.arange(CELLS).reshape(SIZE, SIZE)
+    found = []
+    for flipped in (grid, grid.T):
+        for turns in range(4):
+            cells = np.rot90(flipped, turns).ravel()
+            observation = np.concatenate([cells + k * CELLS for k in range(3)])
+            found.append((observation, np.append(cells, PASS)))
+    return found
+
+
+Othello.board_codes = _board_codes
+Othello.symmetries = _symmetries
+# ---- end of data hooks -------------------------------------------------------------------------

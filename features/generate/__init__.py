@@ -51,9 +51,9 @@ def parse_params(game, name: str, given: dict[str, Any]) -> tuple[ModuleType, di
     module = technique(name)
     defaults = dict(getattr(module, "PARAMS", {}))
     params: dict[str, Any] = {"shard_size": DEFAULT_SHARD_SIZE, **defaults}
+    given = {k: v for k, v in given.items() if v is not None and not (k == "agents" and not v)}
+    _check_common(given)
     for key, value in given.items():
-        if value is None or (key == "agents" and not value):
-            continue
         if key not in params:
             flag = "--" + key.replace("_", "-")
             raise DataError(f"technique {name!r} does not use {flag}")

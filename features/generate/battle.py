@@ -24,8 +24,9 @@ import numpy as np
 import pyarrow as pa
 
 from agents.base import Agent, AgentError, _split_specs, make
-from engine.protocol import CHANCE, SIMULTANEOUS, TERMINAL, Game, GameError, State
+from engine.protocol import CHANCE, SIMULTANEOUS, Game, GameError, State
 from features.errors import DataError
+from features.generate import shard_units
 from features.generate.tables import (
     GameTable,
     PositionTable,
@@ -39,12 +40,14 @@ from features.generate.tables import (
 DEFAULT_OPPONENT = "random:guards=win+block"
 
 PARAMS: dict[str, Any] = {
-    "x": 10,  # games per shard
+    "x": 10,  # games (the dataset's X; split into shards of shard_size games)
+    "games": None,  # another name for x
+    "shard_size": 100,  # games per shard
     "y": 4,  # terminal states per game
     "z": 0,  # wins of the learning player required before the next game (0: none)
     "k": 3,  # random actions tried at each step of the learning player
     "player": 0,  # the learning player's seat
-    "agents": [DEFAULT_OPPONENT],  # one spec for every opponent, or one per seat
+    "agents": [DEFAULT_OPPONENT],  # one spec for all opponents, or one per seat (own ignored)
     "budget": 200,  # terminal states after which a game is given up
     "scenario": {},  # scenario options of every game (e.g. {"opening": 4})
 }
@@ -160,9 +163,7 @@ class Explorer:
         with np.errstate(invalid="ignore", divide="ignore"):
             scores = np.where(frame.counts > 0, frame.sums / frame.counts, np.nan)
         outcome, game_id, action = frame.best
-        self.positions.add(
-            game_id, frame.step, self.learner, frame.state, action, outcome, scores
-        )
+        self.positions.add(game_id, frame.step, self.learner, frame.state, action, outcome, scores)
 
 
 def _apply(state: State, move: Move) -> None:
@@ -226,11 +227,9 @@ def seat_specs(game: Game, specs: Any, technique: str) -> list[str]:
 def check_common(game: Game, params: dict[str, Any], technique: str) -> dict[str, Any]:
     """X, Y, Z, budget, learning seat and scenario, shared by battle and imitation."""
     p = dict(params)
-    for key, low in (("x", 0), ("y", 1), ("z", 0), ("budget", 1)):
+    for key, low in (("x", 0), ("y", 1), ("z", 0), ("budget", 1), ("shard_size", 1)):
         p[key] = checked_number(technique, p, key, int, low, None, DataError)
-    p["player"] = checked_number(
-        technique, p, "player", int, 0, game.num_players - 1, DataError
-    )
+    p["player"] = checked_number(technique, p, "player", int, 0, game.num_players - 1, DataError)
     if p["budget"] < p["y"]:
         raise DataError(f"{technique}: budget={p['budget']} is below y={p['y']}")
     if not isinstance(p["scenario"], dict):
@@ -281,8 +280,9 @@ def generate_shard(
     specs = list(p["agents"])
     specs[me] = f"battle:k={p['k']}"
     gave_up = 0
-    for index in range(p["x"]):
-        scenario_seed, agent_seed, explore_seed = game_seeds(seed, shard, index, 3)
+    first, count = shard_units(p, shard)
+    for unit in range(first, first + count):
+        scenario_seed, agent_seed, explore_seed = game_seeds(seed, unit, 3)
         start = game.new_initial_state(seed=scenario_seed, **p["scenario"])
         explorer = BattleExplorer(
             game,

@@ -21,8 +21,15 @@ import pyarrow as pa
 
 from agents.guards import lap_filter, wins
 from engine.protocol import Game, State
-from engine.specialise import apply_action, apply_joint, bind, current_player, generic
-from engine.specialise import legal_actions, returns
+from engine.specialise import (
+    apply_action,
+    apply_joint,
+    bind,
+    current_player,
+    generic,
+    legal_actions,
+    returns,
+)
 from features.schema import GAMES, POSITIONS, SEQUENCES
 
 CHANCE = -1
@@ -312,12 +319,11 @@ def shard_tables(games: GameTable, positions: PositionTable) -> dict[str, pa.Tab
 
 
 # ---- shared by the agent-driven techniques ------------------------------------------------
-def game_seeds(seed: int, shard: int, index: int, count: int) -> list[int]:
-    """`count` independent 63-bit seeds for game `index` of a shard: everything a game uses
-    (scenario, agents, exploration, chance) comes from (seed, shard, index) alone."""
-    words = np.random.SeedSequence([int(seed), int(shard), int(index)]).generate_state(
-        count, np.uint64
-    )
+def game_seeds(seed: int, unit: int, count: int) -> list[int]:
+    """`count` independent 63-bit seeds for unit (game) `unit` of a dataset: everything a game
+    uses (scenario, agents, exploration, chance) comes from (seed, unit) alone, so rows do not
+    depend on the shard size or on the number of workers."""
+    words = np.random.SeedSequence([int(seed), int(unit)]).generate_state(count, np.uint64)
     return [int(w >> np.uint64(1)) for w in words]
 
 
@@ -332,16 +338,17 @@ def beats_rivals(outcome: Sequence[float], player: int, teams: Sequence[int]) ->
 def merge_params(
     technique: str, defaults: dict[str, Any], params: dict[str, Any], error: type[Exception]
 ) -> dict[str, Any]:
-    """Defaults overlaid with the given values (None means unset); `games` is an alias of `x`
-    (games per shard); an unknown key is an `error`."""
+    """Defaults overlaid with the given values (None means unset); `games`, where a technique
+    accepts it, is another name for X (games); an unknown key is an `error`."""
     given = {k: v for k, v in params.items() if v is not None}
-    if "games" in given and "games" not in defaults:
-        games = given.pop("games")
-        given.setdefault("x", games)
     unknown = sorted(set(given) - set(defaults))
     if unknown:
         raise error(f"{technique}: unknown parameter(s) {unknown}; known: {sorted(defaults)}")
-    return {**defaults, **given}
+    merged = {**defaults, **given}
+    if merged.get("games") is not None:
+        merged["x"] = merged["games"]
+    merged.pop("games", None)
+    return merged
 
 
 def checked_number(

@@ -1,0 +1,383 @@
+"""Encoders: dataset tables (Arrow, or pandas) to the numpy arrays models train on, and back.
+
+Pure functions of a table and its game; nothing here knows a game's rules. What a game must
+say about itself comes through optional hooks on its Game class:
+
+  board_codes(states [n, state_size]) -> int8 [n, H, W]   0 empty, p + 1 player p's piece or
+                                                            head, -1 deadly tile
+  deadly_tiles: bool                                       its board codes use -1
+  symmetries() -> [(observation_perm, action_perm), ...]   see features/symmetry.py
+  sequence_length: int                                     default window of the sequence
+                                                            encoders (the study's: 20 rounds
+                                                            for Connect 4, 112 for Lazerbike)
+
+Sequences are read step-major from `sequences.actions` ([length, num_players] per row). For a
+turn-based game the steps fold into rounds (one action per player, the study's layout: the
+Connect 4 round [5, -1] is "player 1 played column 6, the game ended before player 2 moved");
+simultaneous laps are rounds already. Encodings return a dict of arrays with one row per
+sample; `ENCODINGS` names them for `gridbots encode`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from numba import njit
+
+from features.errors import DataError
+
+COUNT_LENGTH = 40
+
+
+# ---- Arrow helpers -----------------------------------------------------------------------------
+def arrow(table: Any) -> pa.Table:
+    """An Arrow table from an Arrow or pandas table."""
+    if isinstance(table, pa.Table):
+        return table
+    return pa.Table.from_pandas(table, preserve_index=False)
+
+
+def list_matrix(column: Any, width: int, dtype: Any, fill: float = 0) -> np.ndarray:
+    """A list column whose non-null rows all hold `width` values, as an [n, width] matrix
+    (null rows hold `fill`)."""
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    n = len(arr)
+    lengths = arr.value_lengths().fill_null(width).to_numpy(zero_copy_only=False)
+    if n and (lengths != width).any():
+        bad = int(np.flatnonzero(lengths != width)[0])
+        raise DataError(f"row {bad}: a list of {int(lengths[bad])} values, expected {width}")
+    out = np.full((n, width), fill, dtype=dtype)
+    present = ~arr.is_null().to_numpy(zero_copy_only=False)
+    flat = arr.flatten().to_numpy(zero_copy_only=False)
+    out[present] = flat.reshape(-1, width) if width else flat.reshape(-1, 0)
+    return out
+
+
+def _ragged(column: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(flat int64 values, offsets) of a list column without nulls."""
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    lengths = arr.value_lengths().fill_null(0).to_numpy(zero_copy_only=False)
+    offsets = np.zeros(len(arr) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return arr.flatten().to_numpy(zero_copy_only=False).astype(np.int64), offsets
+
+
+def _column(table: pa.Table, name: str, dtype: Any) -> np.ndarray:
+    return table.column(name).to_numpy().astype(dtype)
+
+
+# ---- sequences ---------------------------------------------------------------------------------
+@njit(cache=True)
+def _fold_rounds(values, offsets, num_players, neutral, fold, out, counts):
+    """Step-major actions → rounds in `out` [n, width, num_players] (prefilled with neutral).
+
+    With `fold`, a step joins the current round unless one of its acting players has already
+    acted in it; otherwise every step is a round. counts[row] = rounds of the row (also those
+    beyond the window)."""
+    width = out.shape[1]
+    acted = np.zeros(num_players, dtype=np.bool_)
+    for row in range(offsets.shape[0] - 1):
+        start = offsets[row]
+        steps = (offsets[row + 1] - start) // num_players
+        r = -1
+        for t in range(steps):
+            base = start + t * num_players
+            fresh = r < 0 or not fold
+            if not fresh:
+                for p in range(num_players):
+                    if values[base + p] != neutral and acted[p]:
+                        fresh = True
+            if fresh:
+                r += 1
+                acted[:] = False
+            for p in range(num_players):
+                v = values[base + p]
+                if v != neutral:
+                    acted[p] = True
+                    if r < width:
+                        out[row, r, p] = v
+        counts[row] = r + 1
+
+
+def sequence_length(game) -> int:
+    """Default window: the game's `sequence_length` hook, else its longest game in rounds."""
+    hook = getattr(game, "sequence_length", None)
+    if hook:
+        return int(hook)
+    if game.simultaneous:
+        return int(game.max_game_length)
+    return -(-int(game.max_game_length) // int(game.num_players))
+
+
+def action_rounds(
+    sequences: Any, game, width: int, fold: bool | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """([n, width, num_players] int16 actions per round, padded / cut with the neutral value;
+    [n] rounds per row). `fold` defaults to True for turn-based games."""
+    table = arrow(sequences)
+    fold = (not game.simultaneous) if fold is None else fold
+    values, offsets = _ragged(table.column("actions"))
+    n = table.num_rows
+    out = np.full((n, width, game.num_players), game.neutral_action, dtype=np.int16)
+    counts = np.zeros(n, dtype=np.int64)
+    _fold_rounds(values, offsets, game.num_players, game.neutral_action, fold, out, counts)
+    return out, counts
+
+
+def _row_info(table: pa.Table) -> dict[str, np.ndarray]:
+    return {
+        "game_id": _column(table, "game_id", np.int64),
+        "player": _column(table, "player", np.int8),
+        "outcome": _column(table, "outcome", np.float32),
+    }
+
+
+def quantitative(sequences: Any, game, length: int | None = None) -> dict[str, np.ndarray]:
+    """Per round the vector of every player's actions as numbers: `inputs` are rounds 0..T-1,
+    `targets` rounds 1..T (the next round to predict), both [n, T, num_players]."""
+    table = arrow(sequences)
+    length = length or sequence_length(game)
+    rounds, counts = action_rounds(table, game, length + 1)
+    return {
+        "inputs": rounds[:, :length],
+        "targets": rounds[:, 1:],
+        "rounds": counts,
+        **_row_info(table),
+    }
+
+
+def one_hot_actions(actions: np.ndarray, num_actions: int, neutral: int) -> np.ndarray:
+    """[..., P] actions → [..., P * (num_actions + 1)] bits: per player a block whose bit 0 is
+    the neutral value and bit a + 1 action a (Connect 4: 2 x 8 bits for actions -1..6)."""
+    actions = np.asarray(actions, dtype=np.int64)
+    index = np.where(actions == neutral, 0, actions + 1)
+    if (index < 0).any() or (index > num_actions).any():
+        raise DataError(f"action out of range for one-hot encoding: {actions[(index < 0)][:3]}")
+    block = num_actions + 1
+    out = np.zeros((*actions.shape, block), dtype=np.int8)
+    np.put_along_axis(out, index[..., None], 1, axis=-1)
+    return out.reshape(*actions.shape[:-1], actions.shape[-1] * block)
+
+
+def decode_one_hot_actions(
+    bits: np.ndarray, num_players: int, num_actions: int, neutral: int
+) -> np.ndarray:
+    """The inverse of `one_hot_actions` (argmax per block, so model outputs decode too)."""
+    bits = np.asarray(bits)
+    blocks = bits.reshape(*bits.shape[:-1], num_players, num_actions + 1)
+    index = blocks.argmax(axis=-1).astype(np.int64)
+    return np.where(index == 0, neutral, index - 1).astype(np.int16)
+
+
+def qualitative(sequences: Any, game, length: int | None = None) -> dict[str, np.ndarray]:
+    """`quantitative` with every action one-hot: [n, T, P * (num_actions + 1)] int8."""
+    arrays = quantitative(sequences, game, length)
+    for key in ("inputs", "targets"):
+        arrays[key] = one_hot_actions(arrays[key], game.num_actions, game.neutral_action)
+    return arrays
+
+
+# ---- positions ---------------------------------------------------------------------------------
+def _states(table: pa.Table) -> np.ndarray:
+    column = table.column("state").combine_chunks()
+    width = int(column.value_lengths().to_numpy(zero_copy_only=False)[0]) if len(column) else 0
+    return list_matrix(column, width, np.int64)
+
+
+def board_codes(positions: Any, game) -> dict[str, np.ndarray]:
+    """The game's board codes of every position: `codes` [n, H, W] int8."""
+    hook = getattr(game, "board_codes", None)
+    if hook is None:
+        raise DataError(f"{game.name} has no board codes (Game.board_codes is not defined)")
+    table = arrow(positions)
+    codes = np.asarray(hook(_states(table)), dtype=np.int8)
+    info = _row_info(table)
+    return {"codes": codes, **info}
+
+
+def board_one_hot(codes: np.ndarray, player: np.ndarray, num_players: int, deadly: bool):
+    """[n, H, W] codes → [n, blocks * H * W] int8: one block per player, the row's player
+    first then the next seats in order (Othello: 64 own + 64 opponent), and a last block of
+    deadly tiles when `deadly`."""
+    codes = np.asarray(codes)
+    n = len(codes)
+    flat = codes.reshape(n, -1)
+    player = np.asarray(player, dtype=np.int64)
+    blocks = [flat == ((player + k) % num_players + 1)[:, None] for k in range(num_players)]
+    if deadly:
+        blocks.append(flat == -1)
+    return np.concatenate(blocks, axis=1).astype(np.int8)
+
+
+def decode_board_one_hot(
+    bits: np.ndarray, player: np.ndarray, num_players: int, shape: tuple[int, int], deadly: bool
+) -> np.ndarray:
+    """The inverse of `board_one_hot`: absolute codes [n, H, W]."""
+    n = len(bits)
+    cells = int(np.prod(shape))
+    blocks = np.asarray(bits).reshape(n, num_players + int(deadly), cells)
+    codes = np.zeros((n, cells), dtype=np.int8)
+    player = np.asarray(player, dtype=np.int64)
+    for k in range(num_players):
+        owner = ((player + k) % num_players + 1).astype(np.int8)
+        codes = np.where(blocks[:, k] == 1, owner[:, None], codes)
+    if deadly:
+        codes[blocks[:, num_players] == 1] = -1
+    return codes.reshape(n, *shape)
+
+
+def board_onehot_encoding(positions: Any, game) -> dict[str, np.ndarray]:
+    arrays = board_codes(positions, game)
+    codes = arrays.pop("codes")
+    deadly = bool(getattr(game, "deadly_tiles", False))
+    arrays["board"] = board_one_hot(codes, arrays["player"], game.num_players, deadly)
+    return arrays
+
+
+def count_one_hot(counts: np.ndarray, length: int = COUNT_LENGTH) -> np.ndarray:
+    """[n, k] counts → [n, k * length] int8, each count a one-hot of `length` (Prismata's
+    representation); counts beyond length - 1 saturate at the last bit."""
+    counts = np.clip(np.asarray(counts, dtype=np.int64), 0, length - 1)
+    out = np.zeros((*counts.shape, length), dtype=np.int8)
+    np.put_along_axis(out, counts[..., None], 1, axis=-1)
+    return out.reshape(counts.shape[0], -1)
+
+
+def counts(positions: Any, game, length: int = COUNT_LENGTH) -> dict[str, np.ndarray]:
+    """Per position the count of set cells of every observation plane (own pieces, the
+    opponent's, ...), of legal actions and of immediately winning actions, each one-hot."""
+    table = arrow(positions)
+    size = int(np.prod(game.observation_shape))
+    features = list_matrix(table.column("features"), size, np.float32)
+    planes = features.reshape(len(features), game.observation_shape[0], -1)
+    mask = list_matrix(table.column("legal_mask"), game.num_actions, np.int64)
+    raw = np.concatenate(
+        [
+            np.rint(planes.sum(axis=2)).astype(np.int64),
+            mask.sum(axis=1, keepdims=True),
+            _column(table, "immediate_wins", np.int64)[:, None],
+        ],
+        axis=1,
+    )
+    return {"counts": count_one_hot(raw, length), "raw_counts": raw, **_row_info(table)}
+
+
+def planes(positions: Any, game, augment: bool = False) -> dict[str, np.ndarray]:
+    """Feature planes [n, *observation_shape] with the legal mask [n, num_actions] as a second
+    input; targets: action, outcome, policy (zeros where none, see `has_policy`) and scores.
+    With `augment`, every row under each of the game's symmetries."""
+    table = arrow(positions)
+    size = int(np.prod(game.observation_shape))
+    n = table.num_rows
+    policy = table.column("policy").combine_chunks()
+    arrays = {
+        "planes": list_matrix(table.column("features"), size, np.float32).reshape(
+            n, *game.observation_shape
+        ),
+        "mask": list_matrix(table.column("legal_mask"), game.num_actions, np.float32),
+        "policy": list_matrix(policy, game.num_actions, np.float32),
+        "has_policy": ~policy.is_null().to_numpy(zero_copy_only=False),
+        "action_scores": list_matrix(table.column("action_scores"), game.num_actions, np.float32),
+        "action": _column(table, "action", np.int16),
+        **_row_info(table),
+    }
+    if augment:
+        from features.symmetry import augment as apply_symmetries
+
+        arrays = apply_symmetries(arrays, game)
+    return arrays
+
+
+# ---- registry and files ------------------------------------------------------------------------
+ENCODINGS: dict[str, tuple[str, Callable[..., dict[str, np.ndarray]]]] = {
+    "quantitative": ("sequences", quantitative),
+    "qualitative": ("sequences", qualitative),
+    "board-codes": ("positions", board_codes),
+    "board-onehot": ("positions", board_onehot_encoding),
+    "count-onehot": ("positions", counts),
+    "planes": ("positions", planes),
+}
+
+
+def encoding(name: str) -> tuple[str, Callable[..., dict[str, np.ndarray]]]:
+    """(table it reads, function) of encoding `name`; DataError when unknown."""
+    if name not in ENCODINGS:
+        raise DataError(f"unknown encoding {name!r}; known: {', '.join(ENCODINGS)}")
+    return ENCODINGS[name]
+
+
+def encode_dataset(
+    directory: str | Path, name: str, **options: Any
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Encodes a dataset folder: (arrays, metadata with encoding, game, shapes, dtypes)."""
+    table_name, function = encoding(name)
+    from engine import parse_game_spec
+    from features.store import load_dataset, read_manifest
+    from features.validate import game_spec
+
+    spec = game_spec(read_manifest(directory))
+    game = parse_game_spec(spec)
+    arrays = function(load_dataset(directory, table_name), game, **options)
+    meta = {
+        "encoding": name,
+        "game": spec,
+        "table": table_name,
+        "options": options,
+        "rows": len(next(iter(arrays.values()))),
+        "shapes": {k: list(v.shape) for k, v in arrays.items()},
+        "dtypes": {k: str(v.dtype) for k, v in arrays.items()},
+    }
+    return arrays, meta
+
+
+def save(arrays: dict[str, np.ndarray], meta: dict[str, Any], path: str | Path) -> Path:
+    """Writes `.npz` (arrays plus a `meta` JSON string) or `.parquet` (one row per sample, each
+    array a list column, shapes and encoding in the schema metadata)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        columns = {}
+        for key, values in arrays.items():
+            flat = values.reshape(len(values), -1)
+            width = flat.shape[1]
+            if values.ndim == 1:
+                columns[key] = pa.array(values)
+            else:
+                columns[key] = pa.FixedSizeListArray.from_arrays(pa.array(flat.ravel()), width)
+        table = pa.table(columns).replace_schema_metadata({"gridbots": json.dumps(meta)})
+        pq.write_table(table, path)
+    elif path.suffix == ".npz":
+        np.savez_compressed(path, meta=np.array(json.dumps(meta)), **arrays)
+    else:
+        raise DataError(f"output {path} must end in .npz or .parquet")
+    return path
+
+
+def load(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Reads what `save` wrote: (arrays with their shapes restored, metadata)."""
+    path = Path(path)
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(path)
+        meta = json.loads(table.schema.metadata[b"gridbots"])
+        arrays = {}
+        for key in table.column_names:
+            column = table.column(key).combine_chunks()
+            shape = meta["shapes"][key]
+            if isinstance(column.type, pa.FixedSizeListType):
+                values = column.flatten().to_numpy(zero_copy_only=False)
+            else:
+                values = column.to_numpy(zero_copy_only=False)
+            arrays[key] = values.astype(meta["dtypes"][key]).reshape(shape)
+        return arrays, meta
+    with np.load(path) as data:
+        meta = json.loads(str(data["meta"]))
+        return {k: data[k] for k in data.files if k != "meta"}, meta

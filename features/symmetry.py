@@ -1,0 +1,74 @@
+"""Symmetry augmentation through the optional `Game.symmetries()` hook.
+
+A game that has symmetries returns them as `(observation_perm, action_perm)` pairs of index
+arrays with gather semantics: the transformed observation is `features[observation_perm]`
+(flat, all planes, so a game can move whole planes, e.g. Lazerbike's heading planes) and the
+transformed mask / policy / scores are `x[action_perm]`. The identity comes first. Data code
+never names a game: a game without the hook has only the identity.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from features.errors import DataError
+
+Symmetry = tuple[np.ndarray, np.ndarray]
+
+
+def game_symmetries(game) -> list[Symmetry]:
+    """The game's symmetries, checked to be permutations of the right sizes, identity first."""
+    hook = getattr(game, "symmetries", None)
+    size = int(np.prod(game.observation_shape))
+    identity = (np.arange(size), np.arange(game.num_actions))
+    if hook is None:
+        return [identity]
+    found = [(np.asarray(o, dtype=np.int64), np.asarray(a, dtype=np.int64)) for o, a in hook()]
+    for obs, act in found:
+        if sorted(obs.tolist()) != list(range(size)) or sorted(act.tolist()) != list(
+            range(game.num_actions)
+        ):
+            raise DataError(f"{game.name}: symmetries() must return permutations")
+    if not found or not (
+        np.array_equal(found[0][0], identity[0]) and np.array_equal(found[0][1], identity[1])
+    ):
+        raise DataError(f"{game.name}: symmetries() must list the identity first")
+    return found
+
+
+def map_actions(actions: np.ndarray, action_perm: np.ndarray, neutral: int) -> np.ndarray:
+    """Where each played action goes: the a' with action_perm[a'] == a (neutral stays)."""
+    inverse = np.argsort(action_perm)
+    actions = np.asarray(actions, dtype=np.int64)
+    out = actions.copy()
+    real = actions != neutral
+    out[real] = inverse[actions[real]]
+    return out
+
+
+def augment(arrays: dict[str, np.ndarray], game) -> dict[str, np.ndarray]:
+    """Every row under every symmetry, symmetry-major: row i of symmetry k is at k * n + i.
+
+    `planes` ([n, *observation_shape]) move by the observation permutation; `mask`, `policy`
+    and `action_scores` ([n, num_actions]) by the action permutation; `action` ([n]) to its
+    image; any other array (outcome, player, ids) is repeated unchanged. A `symmetry` column
+    says which transform made each row.
+    """
+    symmetries = game_symmetries(game)
+    n = len(next(iter(arrays.values()))) if arrays else 0
+    out: dict[str, list[np.ndarray]] = {name: [] for name in arrays}
+    for obs_perm, act_perm in symmetries:
+        for name, values in arrays.items():
+            if name == "planes":
+                flat = values.reshape(n, -1)[:, obs_perm]
+                out[name].append(flat.reshape(values.shape))
+            elif name in ("mask", "policy", "action_scores"):
+                out[name].append(values[:, act_perm])
+            elif name == "action":
+                mapped = map_actions(values, act_perm, game.neutral_action)
+                out[name].append(mapped.astype(values.dtype))
+            else:
+                out[name].append(values)
+    result = {name: np.concatenate(parts) for name, parts in out.items()}
+    result["symmetry"] = np.repeat(np.arange(len(symmetries), dtype=np.int8), n)
+    return result

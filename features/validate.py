@@ -1,0 +1,714 @@
+"""The validation gate: great-expectations suites a dataset must pass before anything reads it.
+
+Two suites per table and game: `<game>.<table>.schema` (one row per column: the Arrow type
+against features.schema, nulls only where allowed) and `<game>.<table>` (value ranges, key
+uniqueness, consistency with the rules and with the `games` table). Checks that GX cannot say
+directly (the recorded action is legal, a mask agrees with the state rebuilt through the
+game's kernels, policies sum to one, outcomes agree with `games.returns`) are computed here in
+numpy into boolean columns that GX then expects to be all True, so every failure reads the
+same way: expectation, column, how many rows, a few row keys. Checks that replay or rebuild
+states run on a seeded sample of rows (`sample`); the others see every row.
+
+The full result goes to DIR/validation/result.json (and Data Docs HTML under
+DIR/validation/data_docs/ unless disabled). great_expectations is imported only inside
+`run_suites`: it takes seconds to import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from features.errors import DataError
+from features.schema import SCHEMAS, TABLES
+
+EXAMPLES = 5
+KEYS = {
+    "games": ["game_id"],
+    "sequences": ["game_id", "player"],
+    "positions": ["game_id", "ply", "player"],
+}
+
+
+@dataclass
+class Suite:
+    """A frame (column name -> 1-d array) and the expectations it must meet."""
+
+    name: str
+    frame: dict[str, np.ndarray]
+    keys: list[str]
+    expectations: list[tuple[str, dict[str, Any], str]] = field(default_factory=list)
+
+    def expect(self, kind: str, says: str, **kwargs: Any) -> None:
+        self.expectations.append((kind, kwargs, says))
+
+    def derived(self, column: str, values: np.ndarray, says: str) -> None:
+        """A boolean column computed here; GX expects it to be True on every row."""
+        self.frame[column] = np.asarray(values, dtype=bool)
+        self.expect("ExpectColumnValuesToBeInSet", says, column=column, value_set=[True])
+
+
+# ---- reading lists robustly (a corrupt shard must fail a check, not crash the gate) ---------
+def _ragged(column: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(flat values as float64 or int64, per-row lengths, row index of each value)."""
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    lengths = arr.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    values = arr.flatten().to_numpy(zero_copy_only=False)
+    rows = np.repeat(np.arange(len(arr)), lengths)
+    return values, lengths, rows
+
+
+def _rows_all(ok: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
+    """Per row: every value of the row passes (empty rows pass)."""
+    return np.bincount(rows[~ok], minlength=n) == 0
+
+
+def _padded(column: Any, width: int, fill: float) -> np.ndarray:
+    """[n, width] float64 matrix of a list column, cut or padded with `fill`."""
+    values, lengths, rows = _ragged(column)
+    n = len(lengths)
+    out = np.full((n, width), fill, dtype=np.float64)
+    starts = np.zeros(n, dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    within = np.arange(len(values)) - starts[rows]
+    keep = within < width
+    out[rows[keep], within[keep]] = values[keep]
+    return out
+
+
+def _sample(n: int, size: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(n, size=min(n, size), replace=False)) if n else np.zeros(0, int)
+
+
+def _lookup(ids: np.ndarray, game_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index into the games table, found) for each id."""
+    order = np.argsort(game_ids, kind="stable")
+    at = np.searchsorted(game_ids[order], ids)
+    at = np.clip(at, 0, max(len(order) - 1, 0))
+    found = (game_ids[order][at] == ids) if len(order) else np.zeros(len(ids), bool)
+    return (order[at] if len(order) else at), found
+
+
+def _type_name(kind: pa.DataType) -> str:
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return f"list<{kind.value_type}>"
+    return str(kind)
+
+
+# ---- suites ----------------------------------------------------------------------------------
+def schema_suite(game_name: str, table_name: str, parts: list[tuple[str, pa.Table, int]]) -> Suite:
+    """One row per shard file and column: its Arrow type against features.schema, nulls only
+    where allowed, and the file's row count against the manifest's."""
+    expected = SCHEMAS[table_name]
+    rows: dict[str, list] = {k: [] for k in ("file", "field", "expected", "actual", "nulls_ok")}
+    rows_ok = []
+    for name, table, listed in parts:
+        fields = [(f.name, _type_name(f.type), f.nullable) for f in expected]
+        fields += [(c, "absent", True) for c in table.column_names if c not in expected.names]
+        for column, kind, nullable in fields:
+            present = column in table.column_names
+            rows["file"].append(name)
+            rows["field"].append(column)
+            rows["expected"].append(kind)
+            rows["actual"].append(
+                _type_name(table.schema.field(column).type) if present else "missing"
+            )
+            rows["nulls_ok"].append(nullable or not present or table.column(column).null_count == 0)
+            rows_ok.append(table.num_rows == listed)
+    frame = {k: np.array(v, dtype=bool if k == "nulls_ok" else object) for k, v in rows.items()}
+    suite = Suite(f"{game_name}.{table_name}.schema", frame, ["file", "field"])
+    suite.expect(
+        "ExpectColumnPairValuesToBeEqual",
+        f"every column of `{table_name}` has the type of features.schema",
+        column_A="expected",
+        column_B="actual",
+    )
+    suite.derived("nulls_ok", frame["nulls_ok"], "no nulls in a column that does not allow them")
+    suite.derived("rows_ok", np.array(rows_ok, dtype=bool), "row counts as in manifest.json")
+    return suite
+
+
+def games_suite(game, tables: dict[str, pa.Table], sample: int, seed: int) -> Suite:
+    t = tables["games"]
+    n, players = t.num_rows, game.num_players
+    frame = {c: t.column(c).to_numpy() for c in ("game_id", "technique", "game", "seed", "length")}
+    suite = Suite(f"{game.name}.games", frame, KEYS["games"])
+    suite.expect("ExpectColumnValuesToBeUnique", "no duplicate game ids", column="game_id")
+    suite.expect(
+        "ExpectColumnValuesToBeInSet", "the dataset's game", column="game", value_set=[game.spec()]
+    )
+    suite.expect(
+        "ExpectColumnValuesToBeBetween",
+        "game lengths within max_game_length",
+        column="length",
+        min_value=0,
+        max_value=game.max_game_length,
+    )
+    values, lengths, rows = _ragged(t.column("returns"))
+    suite.derived(
+        "returns_ok",
+        (lengths == players) & _rows_all(np.isfinite(values), rows, n),
+        f"one finite return per player ({players})",
+    )
+    suite.derived(
+        "agents_ok",
+        t.column("agents")
+        .combine_chunks()
+        .value_lengths()
+        .fill_null(0)
+        .to_numpy(zero_copy_only=False)
+        == players,
+        "one agent per seat",
+    )
+    values, lengths, rows = _ragged(t.column("history"))
+    ok = (values == game.neutral_action) | ((values >= 0) & (values < game.num_actions))
+    suite.derived(
+        "history_values_ok",
+        _rows_all(ok, rows, n),
+        "history entries are action ids or the neutral value",
+    )
+    seq_ids, seq_counts = np.unique(
+        tables["sequences"].column("game_id").to_numpy(), return_counts=True
+    )
+    at, found = _lookup(frame["game_id"], seq_ids)
+    suite.derived(
+        "sequences_ok",
+        found & (seq_counts[at] == players) if len(seq_ids) else np.zeros(n, bool),
+        "one sequences row per player",
+    )
+    replay_ok = np.ones(n, dtype=bool)
+    returns = _padded(t.column("returns"), players, np.nan)
+    history = t.column("history").to_pylist() if n <= sample else None
+    for i in _sample(n, sample, seed):
+        moves = history[i] if history is not None else t.column("history")[int(i)].as_py()
+        replay_ok[i] = _replays(game, t, int(i), moves, returns[i])
+    suite.derived(
+        "replays_ok",
+        replay_ok,
+        "(sample) the history replays legally from the scenario in `length` steps "
+        "to a state with these returns",
+    )
+    return suite
+
+
+def _replays(game, t: pa.Table, i: int, moves: list[int], returns: np.ndarray) -> bool:
+    """Replays a games row with the State API: legal, `length` steps, returns if terminal."""
+    from engine.protocol import IllegalActionError
+
+    try:
+        scenario = json.loads(t.column("scenario")[i].as_py() or "{}")
+        scenario.pop("opening", None)
+        state = game.new_initial_state(seed=int(t.column("seed")[i].as_py()), **scenario)
+        steps, k = 0, 0
+        while k < len(moves):
+            if state.is_simultaneous_node():
+                state.apply_actions(moves[k : k + game.num_players])
+                k += game.num_players
+            else:
+                state.apply_action(moves[k])
+                k += 1
+            steps += 1
+    except (IllegalActionError, ValueError, TypeError, IndexError):
+        return False
+    if steps != t.column("length")[i].as_py():
+        return False
+    return not state.is_terminal() or np.allclose(state.returns(), returns, atol=1e-6)
+
+
+def sequences_suite(game, tables: dict[str, pa.Table]) -> Suite:
+    t, g = tables["sequences"], tables["games"]
+    n, players = t.num_rows, game.num_players
+    frame = {c: t.column(c).to_numpy() for c in ("game_id", "player", "num_players", "length")}
+    frame["outcome"] = t.column("outcome").to_numpy()
+    suite = Suite(f"{game.name}.sequences", frame, KEYS["sequences"])
+    suite.expect(
+        "ExpectCompoundColumnsToBeUnique",
+        "one row per game and player",
+        column_list=["game_id", "player"],
+    )
+    suite.expect(
+        "ExpectColumnValuesToBeBetween",
+        "players are seats of the game",
+        column="player",
+        min_value=0,
+        max_value=players - 1,
+    )
+    suite.expect(
+        "ExpectColumnValuesToBeInSet",
+        "the game's number of players",
+        column="num_players",
+        value_set=[players],
+    )
+    suite.expect(
+        "ExpectColumnValuesToBeBetween",
+        "sequence lengths within max_game_length",
+        column="length",
+        min_value=0,
+        max_value=game.max_game_length,
+    )
+    values, lengths, rows = _ragged(t.column("actions"))
+    suite.derived(
+        "actions_len_ok",
+        lengths == frame["length"].astype(np.int64) * players,
+        "length x num_players actions per row",
+    )
+    ok = (values == game.neutral_action) | ((values >= 0) & (values < game.num_actions))
+    suite.derived(
+        "actions_range_ok",
+        _rows_all(ok, rows, n),
+        f"actions in [0, {game.num_actions}) or the neutral value {game.neutral_action}",
+    )
+    at, found = _lookup(frame["game_id"], g.column("game_id").to_numpy())
+    suite.derived("game_known", found, "the game id is in `games`")
+    returns = _padded(g.column("returns"), players, np.nan)
+    seat = np.clip(frame["player"].astype(np.int64), 0, players - 1)
+    target = returns[at, seat] if len(returns) else np.full(n, np.nan)
+    suite.derived(
+        "outcome_matches_game",
+        found & np.isclose(frame["outcome"], target, atol=1e-6),
+        "outcome == games.returns[player]",
+    )
+    game_length = g.column("length").to_numpy()[at] if len(returns) else np.zeros(n)
+    suite.derived(
+        "length_within_game",
+        found & (frame["length"] <= game_length),
+        "no more steps than the game (chance steps are left out)",
+    )
+    return suite
+
+
+def positions_suite(
+    game, tables: dict[str, pa.Table], state_size: int | None, sample: int, seed: int
+) -> Suite:
+    t, g = tables["positions"], tables["games"]
+    n, players, actions = t.num_rows, game.num_players, game.num_actions
+    names = ("game_id", "ply", "player", "action", "outcome", "immediate_wins")
+    frame = {c: t.column(c).to_numpy() for c in names}
+    suite = Suite(f"{game.name}.positions", frame, KEYS["positions"])
+    suite.expect(
+        "ExpectCompoundColumnsToBeUnique",
+        "one row per game, ply and player",
+        column_list=["game_id", "ply", "player"],
+    )
+    suite.expect(
+        "ExpectColumnValuesToBeBetween",
+        "the side to move is a seat",
+        column="player",
+        min_value=0,
+        max_value=players - 1,
+    )
+    suite.expect(
+        "ExpectColumnValuesToBeBetween",
+        "plies within max_game_length",
+        column="ply",
+        min_value=0,
+        max_value=game.max_game_length,
+    )
+    suite.expect(
+        "ExpectColumnValuesToBeBetween",
+        "immediate wins within num_actions",
+        column="immediate_wins",
+        min_value=0,
+        max_value=actions,
+    )
+    action = frame["action"].astype(np.int64)
+    neutral = action == game.neutral_action
+    suite.derived(
+        "action_range_ok",
+        neutral | ((action >= 0) & (action < actions)),
+        f"action in [0, {actions}) or the neutral value {game.neutral_action}",
+    )
+    mask_values, mask_len, mask_rows = _ragged(t.column("legal_mask"))
+    suite.derived(
+        "mask_ok",
+        (mask_len == actions) & _rows_all((mask_values == 0) | (mask_values == 1), mask_rows, n),
+        f"legal_mask: {actions} 0/1",
+    )
+    mask = _padded(t.column("legal_mask"), actions, 0)
+    legal = mask[np.arange(n), np.clip(action, 0, actions - 1)] == 1 if n else np.ones(0, bool)
+    suite.derived(
+        "action_legal", neutral | legal, "the recorded action is legal: mask[action] == 1"
+    )
+    suite.derived(
+        "immediate_wins_ok",
+        frame["immediate_wins"] <= mask.sum(axis=1),
+        "no more immediate wins than legal actions",
+    )
+    size = int(np.prod(game.observation_shape))
+    values, lengths, rows = _ragged(t.column("features"))
+    suite.derived(
+        "features_ok",
+        (lengths == size) & _rows_all(np.isfinite(values), rows, n),
+        f"features: {size} finite values",
+    )
+    values, lengths, rows = _ragged(t.column("action_scores"))
+    scores = _padded(t.column("action_scores"), actions, np.nan)
+    suite.derived(
+        "scores_ok",
+        (lengths == actions) & ~(~np.isnan(scores) & (mask == 0)).any(1),
+        "action_scores: one per action, NaN on illegal actions",
+    )
+    policy_column = t.column("policy").combine_chunks()
+    has_policy = ~policy_column.is_null().to_numpy(zero_copy_only=False)
+    values, lengths, rows = _ragged(policy_column)
+    policy = _padded(policy_column, actions, 0.0)
+    suite.derived(
+        "policy_ok",
+        ~has_policy
+        | (
+            (lengths == actions)
+            & _rows_all(np.isfinite(values) & (values >= 0), rows, n)
+            & np.isclose(policy.sum(axis=1), 1.0, atol=1e-4)
+        ),
+        "policies: non-negative, sum to 1",
+    )
+    suite.derived(
+        "policy_legal",
+        ~has_policy | ~((policy != 0) & (mask == 0)).any(axis=1),
+        "policies are zero on illegal actions",
+    )
+    at, found = _lookup(frame["game_id"], g.column("game_id").to_numpy())
+    suite.derived("game_known", found, "the game id is in `games`")
+    returns = _padded(g.column("returns"), players, np.nan)
+    seat = np.clip(frame["player"].astype(np.int64), 0, players - 1)
+    target = returns[at, seat] if len(returns) else np.full(n, np.nan)
+    with np.errstate(invalid="ignore"):
+        low, high = (
+            np.nanmin(np.where(mask == 1, scores, np.inf), axis=1),
+            np.nanmax(np.where(mask == 1, scores, -np.inf), axis=1),
+        )
+    outcome = frame["outcome"].astype(np.float64)
+    summarises = (outcome >= low - 1e-5) & (outcome <= high + 1e-5)
+    suite.derived(
+        "outcome_consistent",
+        found & (np.isclose(outcome, target, atol=1e-6) | summarises),
+        "outcome == games.returns[player], or a mean of the explored scores",
+    )
+    suite.derived(
+        "ply_within_game",
+        found & (frame["ply"] <= g.column("length").to_numpy()[at] if len(returns) else found),
+        "ply within the game's length",
+    )
+    _rebuild_checks(game, t, suite, mask, state_size, sample, seed)
+    return suite
+
+
+def _rebuild_checks(
+    game,
+    t: pa.Table,
+    suite: Suite,
+    mask: np.ndarray,
+    state_size: int | None,
+    sample: int,
+    seed: int,
+) -> None:
+    """Rebuilds sampled states from `state` with the kernels: legal actions and observation
+    must agree with the stored mask and features; board codes must be in range."""
+    n, k = t.num_rows, game.kernels
+    _, lengths, _ = _ragged(t.column("state"))
+    size_ok = lengths == (state_size if state_size else lengths[0] if n else 0)
+    suite.derived("state_size_ok", size_ok, "every state array has the game's state size")
+    mask_ok, features_ok, codes_ok = (np.ones(n, dtype=bool) for _ in range(3))
+    buffer = np.empty(max(game.num_actions, 64), dtype=np.int64)
+    observation = np.empty(int(np.prod(game.observation_shape)), dtype=np.float32)
+    hook = getattr(game, "board_codes", None)
+    for i in _sample(n, sample, seed + 1):
+        if not size_ok[i]:
+            continue
+        s = np.asarray(t.column("state")[int(i)].as_py(), dtype=np.int64)
+        player = int(t.column("player")[int(i)].as_py())
+        if not 0 <= player < game.num_players:
+            continue
+        count = k.legal_actions(s, player, buffer)
+        rebuilt = np.zeros(game.num_actions, dtype=np.float64)
+        rebuilt[buffer[:count]] = 1
+        mask_ok[i] = np.array_equal(rebuilt, mask[i])
+        k.observation(s, player, observation)
+        stored = np.asarray(t.column("features")[int(i)].as_py(), dtype=np.float32)
+        features_ok[i] = np.array_equal(stored, observation)
+        if hook is not None:
+            codes = np.asarray(hook(s[None]))
+            codes_ok[i] = bool(((codes >= -1) & (codes <= game.num_players)).all())
+    suite.derived(
+        "mask_matches_state",
+        mask_ok,
+        "(sample) legal_mask == legal actions of the state rebuilt from `state`",
+    )
+    suite.derived(
+        "features_match_state", features_ok, "(sample) features == observation of the rebuilt state"
+    )
+    suite.derived(
+        "board_codes_ok",
+        codes_ok,
+        f"(sample) board codes in -1..{game.num_players} (0 empty, p+1, -1 deadly)",
+    )
+
+
+# ---- running -----------------------------------------------------------------------------------
+def build_suites(
+    game,
+    parts: dict[str, list[tuple[str, pa.Table, int]]],
+    state_size: int | None = None,
+    sample: int = 200,
+    seed: int = 0,
+) -> tuple[list[Suite], list[str]]:
+    """(suites, names of the suites skipped): schema suites for every table (`parts`: per
+    table its shards as (name, table, rows the manifest lists)); content suites for the tables
+    whose shards all match the schema (and whose partners do: sequences and positions are
+    checked against games)."""
+    suites = [schema_suite(game.name, name, parts[name]) for name in TABLES]
+    good = {name for name, s in zip(TABLES, suites, strict=True) if _schema_ok(s)}
+    tables = {
+        name: pa.concat_tables([t.cast(SCHEMAS[name]) for _, t, _ in parts[name]])
+        if parts[name]
+        else SCHEMAS[name].empty_table()
+        for name in good
+    }
+    skipped = []
+    if {"games", "sequences"} <= good:
+        suites.append(games_suite(game, tables, sample, seed))
+        suites.append(sequences_suite(game, tables))
+    else:
+        skipped += [f"{game.name}.games", f"{game.name}.sequences"]
+    if {"games", "positions"} <= good:
+        suites.append(positions_suite(game, tables, state_size, sample, seed))
+    else:
+        skipped.append(f"{game.name}.positions")
+    return suites, skipped
+
+
+def _schema_ok(suite: Suite) -> bool:
+    f = suite.frame
+    return bool((f["expected"] == f["actual"]).all() and f["nulls_ok"].all() and f["rows_ok"].all())
+
+
+def run_suites(suites: list[Suite], docs_dir: Path | None = None) -> list[dict[str, Any]]:
+    """Runs every suite with great-expectations; one JSON-able result dict per suite."""
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    import great_expectations as gx
+    import great_expectations.expectations as gxe
+    import pandas as pd
+    from great_expectations.data_context.types.base import (
+        DataContextConfig,
+        InMemoryStoreBackendDefaults,
+        ProgressBarsConfig,
+    )
+
+    sites = {}
+    if docs_dir is not None:
+        sites = {
+            "local": {
+                "class_name": "SiteBuilder",
+                "store_backend": {
+                    "class_name": "TupleFilesystemStoreBackend",
+                    "base_directory": str(docs_dir),
+                },
+                "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+            }
+        }
+    config = DataContextConfig(
+        store_backend_defaults=InMemoryStoreBackendDefaults(init_temp_docs_sites=False),
+        progress_bars=ProgressBarsConfig(globally=False),
+        data_docs_sites=sites,
+    )
+    context = gx.get_context(mode="ephemeral", project_config=config)
+    source = context.data_sources.add_pandas("dataset")
+    results = []
+    for suite in suites:
+        batch = source.add_dataframe_asset(suite.name).add_batch_definition_whole_dataframe("all")
+        expectations = context.suites.add(
+            gx.ExpectationSuite(
+                name=suite.name,
+                expectations=[
+                    getattr(gxe, kind)(**kwargs, meta={"says": says})
+                    for kind, kwargs, says in suite.expectations
+                ],
+            )
+        )
+        definition = context.validation_definitions.add(
+            gx.ValidationDefinition(name=suite.name, data=batch, suite=expectations)
+        )
+        actions = [gx.checkpoint.UpdateDataDocsAction(name="docs")] if docs_dir else []
+        checkpoint = context.checkpoints.add(
+            gx.Checkpoint(
+                name=suite.name,
+                validation_definitions=[definition],
+                actions=actions,
+                result_format={
+                    "result_format": "SUMMARY",
+                    "partial_unexpected_count": EXAMPLES,
+                    "unexpected_index_column_names": suite.keys,
+                },
+            )
+        )
+        frame = pd.DataFrame({k: v for k, v in suite.frame.items()})
+        outcome = checkpoint.run(batch_parameters={"dataframe": frame})
+        for run in outcome.run_results.values():
+            results.append({"suite": suite.name, "rows": len(frame), **run.to_json_dict()})
+    return results
+
+
+@dataclass
+class Report:
+    """What `gridbots validate` prints and returns."""
+
+    directory: Path
+    success: bool
+    results: list[dict[str, Any]]
+    skipped: list[str] = field(default_factory=list)
+    json_path: Path | None = None
+    docs_path: Path | None = None
+
+    def failures(self) -> list[dict[str, Any]]:
+        """One dict per failed expectation: suite, expectation, column, rows, examples."""
+        out = []
+        for suite in self.results:
+            for r in suite["results"]:
+                if r["success"]:
+                    continue
+                config, result = r["expectation_config"], r.get("result", {})
+                kwargs = config["kwargs"]
+                column = (
+                    kwargs.get("column")
+                    or kwargs.get("column_list")
+                    or [kwargs.get("column_A"), kwargs.get("column_B")]
+                )
+                examples = (
+                    result.get("partial_unexpected_index_list")
+                    or result.get("partial_unexpected_list")
+                    or []
+                )
+                error = (r.get("exception_info") or {}).get("exception_message")
+                out.append(
+                    {
+                        "suite": suite["suite"],
+                        "expectation": config["type"],
+                        "column": column,
+                        "says": config.get("meta", {}).get("says", ""),
+                        "unexpected": result.get("unexpected_count"),
+                        "rows": suite["rows"],
+                        "examples": examples[:EXAMPLES],
+                        "error": error,
+                    }
+                )
+        return out
+
+    def summary(self) -> str:
+        suites = {r["suite"]: r["success"] for r in self.results}
+        failed = [name for name, ok in suites.items() if not ok]
+        head = "PASSED" if self.success else f"FAILED ({len(failed)} of {len(suites)} suites)"
+        lines = [f"validation of {self.directory}: {head}"]
+        for name, ok in suites.items():
+            count = sum(len(r["results"]) for r in self.results if r["suite"] == name)
+            lines.append(f"  {'ok  ' if ok else 'FAIL'} {name} ({count} expectations)")
+        for f in self.failures():
+            rows = (
+                f"{f['unexpected']} of {f['rows']} rows"
+                if f["unexpected"] is not None
+                else (f"error: {f['error']}" if f["error"] else "failed")
+            )
+            examples = ", ".join(_example(e, f["column"]) for e in f["examples"])
+            lines.append(
+                f"  x {f['suite']}: {f['expectation']} on {f['column']}: {rows}"
+                f"\n      ({f['says']})" + (f"\n      e.g. {examples}" if examples else "")
+            )
+        if self.skipped:
+            lines.append(f"  skip {', '.join(self.skipped)} (a schema suite they need failed)")
+        if self.json_path:
+            lines.append(f"full result: {self.json_path}")
+        if self.docs_path:
+            lines.append(f"data docs: {self.docs_path}")
+        return "\n".join(lines)
+
+
+def _example(value: Any, column: Any) -> str:
+    """A row key `(game_id=3 ply=16)`, without the checked column's own False."""
+    if isinstance(value, dict):
+        shown = [f"{k}={_plain(v)}" for k, v in value.items() if k != column]
+        return "(" + " ".join(shown) + ")"
+    return str(_plain(value))
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def read_shards(directory: Path) -> tuple[dict[str, Any], dict[str, list]]:
+    """(manifest, per table its shards as (file name, raw table, rows the manifest lists)):
+    read as written, without casting, so a wrong type shows in the schema suite."""
+    import pyarrow.parquet as pq
+
+    from features.store import read_manifest, shard_files
+
+    manifest = read_manifest(directory)
+    shards = manifest.get("shards", {})
+    parts: dict[str, list] = {}
+    for table in TABLES:
+        parts[table] = []
+        for key, path in zip(sorted(shards, key=int), shard_files(directory, table), strict=True):
+            try:
+                data = pq.read_table(path)
+            except (OSError, pa.ArrowException) as error:
+                raise DataError(f"{path} is unreadable (half-written?): {error}") from None
+            listed = int(shards[key].get("rows", {}).get(table, data.num_rows))
+            parts[table].append((f"{table}/{path.name}", data, listed))
+    return manifest, parts
+
+
+def game_spec(manifest: dict[str, Any]) -> str:
+    game = manifest.get("game")
+    spec = game.get("spec") if isinstance(game, dict) else game
+    if not isinstance(spec, str):
+        raise DataError("manifest.json names no game")
+    return spec
+
+
+def validate_dataset(
+    directory: str | Path, sample: int = 200, seed: int = 0, docs: bool = True, write: bool = True
+) -> Report:
+    """Validates a dataset folder; writes DIR/validation/result.json (and Data Docs)."""
+    from engine import parse_game_spec
+
+    directory = Path(directory)
+    manifest, parts = read_shards(directory)
+    game = parse_game_spec(game_spec(manifest))
+    metadata = manifest["game"] if isinstance(manifest["game"], dict) else {}
+    suites, skipped = build_suites(game, parts, metadata.get("state_size"), sample, seed)
+    out = directory / "validation"
+    docs_dir = out / "data_docs" if docs and write else None
+    results = run_suites(suites, docs_dir)
+    success = all(r["success"] for r in results) and not skipped
+    report = Report(directory, success, results, skipped)
+    if write:
+        out.mkdir(parents=True, exist_ok=True)
+        report.json_path = out / "result.json"
+        payload = {
+            "dataset": str(directory),
+            "game": game.spec(),
+            "success": success,
+            "skipped": skipped,
+            "failures": report.failures(),
+            "suites": results,
+        }
+        report.json_path.write_text(json.dumps(payload, indent=1, default=_json_default))
+        if docs_dir is not None and (docs_dir / "index.html").exists():
+            report.docs_path = docs_dir / "index.html"
+    return report
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"not JSON: {type(value).__name__}")
+
+
+__all__ = ["DataError", "Report", "Suite", "build_suites", "run_suites", "validate_dataset"]
