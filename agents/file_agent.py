@@ -6,8 +6,8 @@ The class needs a `step(state, player)` method returning an action id; its const
 running it (`check_file`: readable, compiles, the class exists); only the bot's own process
 executes it (`load_class`).
 
-`agents.make` cannot read `file:PATH.py:NAME` (its options are key=value pairs), so commands
-build seats with `make_agent`, which understands both; `file:path=P,name=N` works everywhere.
+`agents.make` hands the whole spec to this module (`file` is one of agents.base.RAW_SPECS), so
+`file:PATH.py:NAME` and `file:path=P,name=N` both work wherever specs are accepted.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import inspect
 import sys
 from pathlib import Path
 
-from agents.base import Agent, AgentError, builder, make, option
+from agents.base import Agent, AgentError, builder, make
 from engine.protocol import Game, State
 
 #: set by the bot host (agents/host.py): file bots may only be built inside their own process
@@ -129,13 +129,9 @@ def _refuse_in_process(spec: str) -> None:
 
 @builder("file")
 def _build(game: Game, spec: str, seed: int | None = None, **options: str) -> Agent:
-    """`file:path=P[,name=N]` through agents.make."""
+    """Every `file:` spec through agents.make (the spec is parsed by FileAgent itself)."""
     _refuse_in_process(spec)
-    path = option(options, "path", str, "")
-    name = option(options, "name", str, "")
-    if options:
-        raise AgentError(f"file: unknown option(s) {sorted(options)}")
-    return FileAgent(game, f"file:path={path}" + (f",name={name}" if name else ""), seed)
+    return FileAgent(game, spec, seed)
 
 
 def is_file_spec(spec: str) -> bool:
@@ -143,10 +139,7 @@ def is_file_spec(spec: str) -> bool:
 
 
 def make_agent(spec: str, game: Game, seed: int | None = None) -> Agent:
-    """Like agents.make, but also reads `file:PATH.py[:NAME]`."""
-    if is_file_spec(spec):
-        _refuse_in_process(spec)
-        return FileAgent(game, spec, seed)
+    """agents.make, named for the bot host and the commands."""
     return make(spec, game, seed)
 
 

@@ -268,6 +268,7 @@ class IsolatedPlayers:
             self.selector.register(bot.out_fd, selectors.EVENT_READ, (bot, True))
             self.selector.register(bot.err_fd, selectors.EVENT_READ, (bot, False))
         self.muted: set[int] = set()
+        self.budget = True
 
     def close(self) -> None:
         self.selector.close()
@@ -286,7 +287,11 @@ class IsolatedPlayers:
                     "agent_seed": int(agent_seed),
                 }
             )
-        self._wait(lambda: all(b.owed == 0 or b.dead for b in self.bots), STARTUP_S)
+        self.budget = False  # read everything until each "ok": the game cannot start without it
+        try:
+            self._wait(lambda: all(b.owed == 0 or b.dead for b in self.bots), STARTUP_S)
+        finally:
+            self.budget = True
 
     def ask(self, state: State, players: Sequence[int]) -> dict[int, int]:
         """One lap: every named player's action, legal whatever its bot did.
@@ -363,7 +368,9 @@ class IsolatedPlayers:
                         bot.answered_at = time.perf_counter()
                     if bot.dead:
                         self._forget(bot)
-                    elif bot.lap_bytes > LAP_READ_BUDGET:  # a flood: let its writes block
+                    elif (
+                        self.budget and bot.lap_bytes > LAP_READ_BUDGET
+                    ):  # a flood: let its writes block
                         self.selector.unregister(bot.out_fd)
                         self.muted.add(id(bot))
                 elif not bot.read_stderr():

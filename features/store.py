@@ -267,7 +267,7 @@ def _open(root: Path, game, identity: dict[str, Any], planned: int) -> dict[str,
     for table in TABLES:
         (root / table).mkdir(parents=True, exist_ok=True)
     metadata = game.metadata()
-    metadata["state_size"] = int(len(game.new_state_array(seed=0)))
+    metadata["state_size"] = len(game.new_state_array(seed=0))
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "identity": identity,

@@ -48,6 +48,10 @@ class Suite:
     def expect(self, kind: str, says: str, **kwargs: Any) -> None:
         self.expectations.append((kind, kwargs, says))
 
+    def between(self, column: str, low: float, high: float, says: str) -> None:
+        self.expect("ExpectColumnValuesToBeBetween", says, column=column, min_value=low,
+                    max_value=high)  # fmt: skip
+
     def derived(self, column: str, values: np.ndarray, says: str) -> None:
         """A boolean column computed here; GX expects it to be True on every row."""
         self.frame[column] = np.asarray(values, dtype=bool)
@@ -69,11 +73,11 @@ def _rows_all(ok: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(rows[~ok], minlength=n) == 0
 
 
-def _padded(column: Any, width: int, fill: float) -> np.ndarray:
-    """[n, width] float64 matrix of a list column, cut or padded with `fill`."""
+def _padded(column: Any, width: int, fill: float, dtype: Any = np.float64) -> np.ndarray:
+    """[n, width] matrix of a list column, cut or padded with `fill`."""
     values, lengths, rows = _ragged(column)
     n = len(lengths)
-    out = np.full((n, width), fill, dtype=np.float64)
+    out = np.full((n, width), fill, dtype=dtype)
     starts = np.zeros(n, dtype=np.int64)
     np.cumsum(lengths[:-1], out=starts[1:])
     within = np.arange(len(values)) - starts[rows]
@@ -135,73 +139,59 @@ def schema_suite(game_name: str, table_name: str, parts: list[tuple[str, pa.Tabl
     return suite
 
 
+def _rows_ok(column: Any, width: int | None, value_ok, n: int) -> np.ndarray:
+    """Per row: `width` values (any number when None), each passing `value_ok`."""
+    values, lengths, rows = _ragged(column)
+    ok = _rows_all(value_ok(values), rows, n)
+    return ok if width is None else ok & (lengths == width)
+
+
+def _action_ok(game):
+    return lambda v: (v == game.neutral_action) | ((v >= 0) & (v < game.num_actions))
+
+
+def _game_returns(game, g: pa.Table, ids: np.ndarray, player: np.ndarray):
+    """(found in games, index into games, games.returns[player]) for each row."""
+    at, found = _lookup(ids, g.column("game_id").to_numpy())
+    returns = _padded(g.column("returns"), game.num_players, np.nan)
+    seat = np.clip(player.astype(np.int64), 0, game.num_players - 1)
+    target = returns[at, seat] if len(returns) else np.full(len(ids), np.nan)
+    return found, at, target
+
+
 def games_suite(game, tables: dict[str, pa.Table], sample: int, seed: int) -> Suite:
     t = tables["games"]
     n, players = t.num_rows, game.num_players
     frame = {c: t.column(c).to_numpy() for c in ("game_id", "technique", "game", "seed", "length")}
-    suite = Suite(f"{game.name}.games", frame, KEYS["games"])
-    suite.expect("ExpectColumnValuesToBeUnique", "no duplicate game ids", column="game_id")
-    suite.expect(
-        "ExpectColumnValuesToBeInSet", "the dataset's game", column="game", value_set=[game.spec()]
-    )
-    suite.expect(
-        "ExpectColumnValuesToBeBetween",
-        "game lengths within max_game_length",
-        column="length",
-        min_value=0,
-        max_value=game.max_game_length,
-    )
-    values, lengths, rows = _ragged(t.column("returns"))
-    suite.derived(
-        "returns_ok",
-        (lengths == players) & _rows_all(np.isfinite(values), rows, n),
-        f"one finite return per player ({players})",
-    )
-    suite.derived(
-        "agents_ok",
-        t.column("agents")
-        .combine_chunks()
-        .value_lengths()
-        .fill_null(0)
-        .to_numpy(zero_copy_only=False)
-        == players,
-        "one agent per seat",
-    )
-    values, lengths, rows = _ragged(t.column("history"))
-    ok = (values == game.neutral_action) | ((values >= 0) & (values < game.num_actions))
-    suite.derived(
-        "history_values_ok",
-        _rows_all(ok, rows, n),
-        "history entries are action ids or the neutral value",
-    )
-    seq_ids, seq_counts = np.unique(
-        tables["sequences"].column("game_id").to_numpy(), return_counts=True
-    )
-    at, found = _lookup(frame["game_id"], seq_ids)
-    suite.derived(
-        "sequences_ok",
-        found & (seq_counts[at] == players) if len(seq_ids) else np.zeros(n, bool),
-        "one sequences row per player",
-    )
+    s = Suite(f"{game.name}.games", frame, KEYS["games"])
+    s.expect("ExpectColumnValuesToBeUnique", "no duplicate game ids", column="game_id")
+    s.expect("ExpectColumnValuesToBeInSet", "the dataset's game", column="game",
+             value_set=[game.spec()])  # fmt: skip
+    s.between("length", 0, game.max_game_length, "game lengths within max_game_length")
+    finite = _rows_ok(t.column("returns"), players, np.isfinite, n)
+    s.derived("returns_ok", finite, f"one finite return per player ({players})")
+    seats = _ragged(t.column("agents"))[1]
+    s.derived("agents_ok", seats == players, "one agent spec per seat")
+    ok = _rows_ok(t.column("history"), None, _action_ok(game), n)
+    s.derived("history_values_ok", ok, "history entries are action ids or the neutral value")
+    ids, counts = np.unique(tables["sequences"].column("game_id").to_numpy(), return_counts=True)
+    at, found = _lookup(frame["game_id"], ids)
+    ok = found & (counts[at] == players) if len(ids) else np.zeros(n, bool)
+    s.derived("sequences_ok", ok, "one sequences row per player")
     replay_ok = np.ones(n, dtype=bool)
     returns = _padded(t.column("returns"), players, np.nan)
-    history = t.column("history").to_pylist() if n <= sample else None
     for i in _sample(n, sample, seed):
-        moves = history[i] if history is not None else t.column("history")[int(i)].as_py()
-        replay_ok[i] = _replays(game, t, int(i), moves, returns[i])
-    suite.derived(
-        "replays_ok",
-        replay_ok,
-        "(sample) the history replays legally from the scenario in `length` steps "
-        "to a state with these returns",
-    )
-    return suite
+        replay_ok[i] = _replays(game, t, int(i), returns[i])
+    s.derived("replays_ok", replay_ok, "(sample) the history replays legally from the seeded "
+              "scenario, in `length` steps, to a state with these returns")  # fmt: skip
+    return s
 
 
-def _replays(game, t: pa.Table, i: int, moves: list[int], returns: np.ndarray) -> bool:
+def _replays(game, t: pa.Table, i: int, returns: np.ndarray) -> bool:
     """Replays a games row with the State API: legal, `length` steps, returns if terminal."""
     from engine.protocol import IllegalActionError
 
+    moves = t.column("history")[i].as_py()
     try:
         scenario = json.loads(t.column("scenario")[i].as_py() or "{}")
         scenario.pop("opening", None)
@@ -223,192 +213,89 @@ def _replays(game, t: pa.Table, i: int, moves: list[int], returns: np.ndarray) -
 
 
 def sequences_suite(game, tables: dict[str, pa.Table]) -> Suite:
-    t, g = tables["sequences"], tables["games"]
+    t = tables["sequences"]
     n, players = t.num_rows, game.num_players
-    frame = {c: t.column(c).to_numpy() for c in ("game_id", "player", "num_players", "length")}
-    frame["outcome"] = t.column("outcome").to_numpy()
-    suite = Suite(f"{game.name}.sequences", frame, KEYS["sequences"])
-    suite.expect(
-        "ExpectCompoundColumnsToBeUnique",
-        "one row per game and player",
-        column_list=["game_id", "player"],
-    )
-    suite.expect(
-        "ExpectColumnValuesToBeBetween",
-        "players are seats of the game",
-        column="player",
-        min_value=0,
-        max_value=players - 1,
-    )
-    suite.expect(
-        "ExpectColumnValuesToBeInSet",
-        "the game's number of players",
-        column="num_players",
-        value_set=[players],
-    )
-    suite.expect(
-        "ExpectColumnValuesToBeBetween",
-        "sequence lengths within max_game_length",
-        column="length",
-        min_value=0,
-        max_value=game.max_game_length,
-    )
-    values, lengths, rows = _ragged(t.column("actions"))
-    suite.derived(
-        "actions_len_ok",
-        lengths == frame["length"].astype(np.int64) * players,
-        "length x num_players actions per row",
-    )
-    ok = (values == game.neutral_action) | ((values >= 0) & (values < game.num_actions))
-    suite.derived(
-        "actions_range_ok",
-        _rows_all(ok, rows, n),
-        f"actions in [0, {game.num_actions}) or the neutral value {game.neutral_action}",
-    )
-    at, found = _lookup(frame["game_id"], g.column("game_id").to_numpy())
-    suite.derived("game_known", found, "the game id is in `games`")
-    returns = _padded(g.column("returns"), players, np.nan)
-    seat = np.clip(frame["player"].astype(np.int64), 0, players - 1)
-    target = returns[at, seat] if len(returns) else np.full(n, np.nan)
-    suite.derived(
-        "outcome_matches_game",
-        found & np.isclose(frame["outcome"], target, atol=1e-6),
-        "outcome == games.returns[player]",
-    )
-    game_length = g.column("length").to_numpy()[at] if len(returns) else np.zeros(n)
-    suite.derived(
-        "length_within_game",
-        found & (frame["length"] <= game_length),
-        "no more steps than the game (chance steps are left out)",
-    )
-    return suite
+    names = ("game_id", "player", "num_players", "length", "outcome")
+    frame = {c: t.column(c).to_numpy() for c in names}
+    s = Suite(f"{game.name}.sequences", frame, KEYS["sequences"])
+    s.expect("ExpectCompoundColumnsToBeUnique", "one row per game and player",
+             column_list=["game_id", "player"])  # fmt: skip
+    s.between("player", 0, players - 1, "players are seats of the game")
+    s.expect("ExpectColumnValuesToBeInSet", "the game's number of players",
+             column="num_players", value_set=[players])  # fmt: skip
+    s.between("length", 0, game.max_game_length, "sequence lengths within max_game_length")
+    _, lengths, _ = _ragged(t.column("actions"))
+    ok = lengths == frame["length"].astype(np.int64) * players
+    s.derived("actions_len_ok", ok, "length x num_players actions per row")
+    ok = _rows_ok(t.column("actions"), None, _action_ok(game), n)
+    s.derived("actions_range_ok", ok, f"actions in [0, {game.num_actions}) or the neutral "
+              f"value {game.neutral_action}")  # fmt: skip
+    g = tables["games"]
+    found, at, target = _game_returns(game, g, frame["game_id"], frame["player"])
+    s.derived("game_known", found, "the game id is in `games`")
+    ok = found & np.isclose(frame["outcome"], target, atol=1e-6)
+    s.derived("outcome_matches_game", ok, "outcome == games.returns[player]")
+    ok = found & (frame["length"] <= g.column("length").to_numpy()[at]) if g.num_rows else found
+    s.derived("length_within_game", ok, "no more steps than the game (chance steps left out)")
+    return s
 
 
-def positions_suite(
-    game, tables: dict[str, pa.Table], state_size: int | None, sample: int, seed: int
-) -> Suite:
-    t, g = tables["positions"], tables["games"]
+def positions_suite(game, tables: dict[str, pa.Table], state_size: int | None, sample: int,
+                    seed: int) -> Suite:  # fmt: skip
+    t = tables["positions"]
     n, players, actions = t.num_rows, game.num_players, game.num_actions
     names = ("game_id", "ply", "player", "action", "outcome", "immediate_wins")
     frame = {c: t.column(c).to_numpy() for c in names}
-    suite = Suite(f"{game.name}.positions", frame, KEYS["positions"])
-    suite.expect(
-        "ExpectCompoundColumnsToBeUnique",
-        "one row per game, ply and player",
-        column_list=["game_id", "ply", "player"],
-    )
-    suite.expect(
-        "ExpectColumnValuesToBeBetween",
-        "the side to move is a seat",
-        column="player",
-        min_value=0,
-        max_value=players - 1,
-    )
-    suite.expect(
-        "ExpectColumnValuesToBeBetween",
-        "plies within max_game_length",
-        column="ply",
-        min_value=0,
-        max_value=game.max_game_length,
-    )
-    suite.expect(
-        "ExpectColumnValuesToBeBetween",
-        "immediate wins within num_actions",
-        column="immediate_wins",
-        min_value=0,
-        max_value=actions,
-    )
+    s = Suite(f"{game.name}.positions", frame, KEYS["positions"])
+    s.expect("ExpectCompoundColumnsToBeUnique", "one row per game, ply and player",
+             column_list=["game_id", "ply", "player"])  # fmt: skip
+    s.between("player", 0, players - 1, "the side to move is a seat")
+    s.between("ply", 0, game.max_game_length, "plies within max_game_length")
+    s.between("immediate_wins", 0, actions, "immediate wins within num_actions")
     action = frame["action"].astype(np.int64)
     neutral = action == game.neutral_action
-    suite.derived(
-        "action_range_ok",
-        neutral | ((action >= 0) & (action < actions)),
-        f"action in [0, {actions}) or the neutral value {game.neutral_action}",
-    )
-    mask_values, mask_len, mask_rows = _ragged(t.column("legal_mask"))
-    suite.derived(
-        "mask_ok",
-        (mask_len == actions) & _rows_all((mask_values == 0) | (mask_values == 1), mask_rows, n),
-        f"legal_mask: {actions} 0/1",
-    )
-    mask = _padded(t.column("legal_mask"), actions, 0)
+    s.derived("action_range_ok", _action_ok(game)(action),
+              f"action in [0, {actions}) or the neutral value {game.neutral_action}")  # fmt: skip
+    ok = _rows_ok(t.column("legal_mask"), actions, lambda v: (v == 0) | (v == 1), n)
+    s.derived("mask_ok", ok, f"legal_mask: {actions} values 0 or 1")
+    mask = _padded(t.column("legal_mask"), actions, 0, np.int8)
     legal = mask[np.arange(n), np.clip(action, 0, actions - 1)] == 1 if n else np.ones(0, bool)
-    suite.derived(
-        "action_legal", neutral | legal, "the recorded action is legal: mask[action] == 1"
-    )
-    suite.derived(
-        "immediate_wins_ok",
-        frame["immediate_wins"] <= mask.sum(axis=1),
-        "no more immediate wins than legal actions",
-    )
+    s.derived("action_legal", neutral | legal, "the recorded action is legal: mask[action] == 1")
+    ok = frame["immediate_wins"] <= mask.sum(axis=1)
+    s.derived("immediate_wins_ok", ok, "no more immediate wins than legal actions")
     size = int(np.prod(game.observation_shape))
-    values, lengths, rows = _ragged(t.column("features"))
-    suite.derived(
-        "features_ok",
-        (lengths == size) & _rows_all(np.isfinite(values), rows, n),
-        f"features: {size} finite values",
-    )
-    values, lengths, rows = _ragged(t.column("action_scores"))
-    scores = _padded(t.column("action_scores"), actions, np.nan)
-    suite.derived(
-        "scores_ok",
-        (lengths == actions) & ~(~np.isnan(scores) & (mask == 0)).any(1),
-        "action_scores: one per action, NaN on illegal actions",
-    )
-    policy_column = t.column("policy").combine_chunks()
-    has_policy = ~policy_column.is_null().to_numpy(zero_copy_only=False)
-    values, lengths, rows = _ragged(policy_column)
-    policy = _padded(policy_column, actions, 0.0)
-    suite.derived(
-        "policy_ok",
-        ~has_policy
-        | (
-            (lengths == actions)
-            & _rows_all(np.isfinite(values) & (values >= 0), rows, n)
-            & np.isclose(policy.sum(axis=1), 1.0, atol=1e-4)
-        ),
-        "policies: non-negative, sum to 1",
-    )
-    suite.derived(
-        "policy_legal",
-        ~has_policy | ~((policy != 0) & (mask == 0)).any(axis=1),
-        "policies are zero on illegal actions",
-    )
-    at, found = _lookup(frame["game_id"], g.column("game_id").to_numpy())
-    suite.derived("game_known", found, "the game id is in `games`")
-    returns = _padded(g.column("returns"), players, np.nan)
-    seat = np.clip(frame["player"].astype(np.int64), 0, players - 1)
-    target = returns[at, seat] if len(returns) else np.full(n, np.nan)
+    ok = _rows_ok(t.column("features"), size, np.isfinite, n)
+    s.derived("features_ok", ok, f"features: {size} finite values")
+    scores = _padded(t.column("action_scores"), actions, np.nan, np.float32)
+    ok = _ragged(t.column("action_scores"))[1] == actions
+    ok &= ~(~np.isnan(scores) & (mask == 0)).any(axis=1)
+    s.derived("scores_ok", ok, "action_scores: one per action, NaN on illegal actions")
+    column = t.column("policy").combine_chunks()
+    has = ~column.is_null().to_numpy(zero_copy_only=False)
+    policy = _padded(column, actions, 0.0, np.float32)
+    ok = _rows_ok(column, actions, lambda v: np.isfinite(v) & (v >= 0), n)
+    ok &= np.isclose(policy.sum(axis=1), 1.0, atol=1e-4)
+    s.derived("policy_ok", ~has | ok, "policies: non-negative, summing to 1")
+    ok = ~((policy != 0) & (mask == 0)).any(axis=1)
+    s.derived("policy_legal", ~has | ok, "policies are zero on illegal actions")
+    g = tables["games"]
+    found, at, target = _game_returns(game, g, frame["game_id"], frame["player"])
+    s.derived("game_known", found, "the game id is in `games`")
     with np.errstate(invalid="ignore"):
-        low, high = (
-            np.nanmin(np.where(mask == 1, scores, np.inf), axis=1),
-            np.nanmax(np.where(mask == 1, scores, -np.inf), axis=1),
-        )
+        low = np.nanmin(np.where(mask == 1, scores, np.inf), axis=1) - 1e-5
+        high = np.nanmax(np.where(mask == 1, scores, -np.inf), axis=1) + 1e-5
     outcome = frame["outcome"].astype(np.float64)
-    summarises = (outcome >= low - 1e-5) & (outcome <= high + 1e-5)
-    suite.derived(
-        "outcome_consistent",
-        found & (np.isclose(outcome, target, atol=1e-6) | summarises),
-        "outcome == games.returns[player], or a mean of the explored scores",
-    )
-    suite.derived(
-        "ply_within_game",
-        found & (frame["ply"] <= g.column("length").to_numpy()[at] if len(returns) else found),
-        "ply within the game's length",
-    )
-    _rebuild_checks(game, t, suite, mask, state_size, sample, seed)
-    return suite
+    ok = np.isclose(outcome, target, atol=1e-6) | ((outcome >= low) & (outcome <= high))
+    s.derived("outcome_consistent", found & ok,
+              "outcome == games.returns[player], or a mean of the explored scores")  # fmt: skip
+    ok = found & (frame["ply"] <= g.column("length").to_numpy()[at]) if g.num_rows else found
+    s.derived("ply_within_game", ok, "ply within the game's length")
+    _rebuild_checks(game, t, s, mask, state_size, sample, seed)
+    return s
 
 
-def _rebuild_checks(
-    game,
-    t: pa.Table,
-    suite: Suite,
-    mask: np.ndarray,
-    state_size: int | None,
-    sample: int,
-    seed: int,
-) -> None:
+def _rebuild_checks(game, t: pa.Table, suite: Suite, mask: np.ndarray, state_size: int | None,
+                    sample: int, seed: int) -> None:  # fmt: skip
     """Rebuilds sampled states from `state` with the kernels: legal actions and observation
     must agree with the stored mask and features; board codes must be in range."""
     n, k = t.num_rows, game.kernels
@@ -420,15 +307,12 @@ def _rebuild_checks(
     observation = np.empty(int(np.prod(game.observation_shape)), dtype=np.float32)
     hook = getattr(game, "board_codes", None)
     for i in _sample(n, sample, seed + 1):
-        if not size_ok[i]:
-            continue
-        s = np.asarray(t.column("state")[int(i)].as_py(), dtype=np.int64)
         player = int(t.column("player")[int(i)].as_py())
-        if not 0 <= player < game.num_players:
-            continue
-        count = k.legal_actions(s, player, buffer)
-        rebuilt = np.zeros(game.num_actions, dtype=np.float64)
-        rebuilt[buffer[:count]] = 1
+        if not size_ok[i] or not 0 <= player < game.num_players:
+            continue  # the cheap checks report these rows; the kernels must not see them
+        s = np.asarray(t.column("state")[int(i)].as_py(), dtype=np.int64)
+        rebuilt = np.zeros(game.num_actions, dtype=np.int8)
+        rebuilt[buffer[: k.legal_actions(s, player, buffer)]] = 1
         mask_ok[i] = np.array_equal(rebuilt, mask[i])
         k.observation(s, player, observation)
         stored = np.asarray(t.column("features")[int(i)].as_py(), dtype=np.float32)
@@ -436,22 +320,14 @@ def _rebuild_checks(
         if hook is not None:
             codes = np.asarray(hook(s[None]))
             codes_ok[i] = bool(((codes >= -1) & (codes <= game.num_players)).all())
-    suite.derived(
-        "mask_matches_state",
-        mask_ok,
-        "(sample) legal_mask == legal actions of the state rebuilt from `state`",
-    )
-    suite.derived(
-        "features_match_state", features_ok, "(sample) features == observation of the rebuilt state"
-    )
-    suite.derived(
-        "board_codes_ok",
-        codes_ok,
-        f"(sample) board codes in -1..{game.num_players} (0 empty, p+1, -1 deadly)",
-    )
+    says = "(sample) legal_mask == legal actions of the state rebuilt from `state`"
+    suite.derived("mask_matches_state", mask_ok, says)
+    says = "(sample) features == observation of the rebuilt state"
+    suite.derived("features_match_state", features_ok, says)
+    says = f"(sample) board codes in -1..{game.num_players} (0 empty, p + 1, -1 deadly)"
+    suite.derived("board_codes_ok", codes_ok, says)
 
 
-# ---- running -----------------------------------------------------------------------------------
 def build_suites(
     game,
     parts: dict[str, list[tuple[str, pa.Table, int]]],
@@ -631,7 +507,11 @@ class Report:
 def _example(value: Any, column: Any) -> str:
     """A row key `(game_id=3 ply=16)`, without the checked column's own False."""
     if isinstance(value, dict):
-        shown = [f"{k}={_plain(v)}" for k, v in value.items() if k != column]
+        shown = [
+            f"{k}={_plain(v)}"
+            for k, v in value.items()
+            if k != column or not isinstance(v, bool | np.bool_)
+        ]
         return "(" + " ".join(shown) + ")"
     return str(_plain(value))
 

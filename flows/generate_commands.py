@@ -22,7 +22,9 @@ def generate(
     x: Annotated[int | None, typer.Option("--x", help="X: states / games / depth limit.")] = None,
     y: Annotated[int | None, typer.Option("--y", help="Y: final states per state or game.")] = None,
     z: Annotated[int | None, typer.Option("--z", help="Z: technique-specific (see docs).")] = None,
-    w: Annotated[float | None, typer.Option("--w", help="W: extra random move probability.")] = None,
+    w: Annotated[
+        float | None, typer.Option("--w", help="W: extra random move probability.")
+    ] = None,
     games: Annotated[int | None, typer.Option("--games", help="Games to produce in all.")] = None,
     agents: Annotated[
         str, typer.Option("--agents", help="Agent specs, comma-separated, one per seat.")

@@ -83,6 +83,28 @@ def _grow(buffer, used, extra):
     return bigger
 
 
+@njit(cache=True)
+def _append_game(hist, seq, fill, hist_off, seq_off, g, num_players, pre_h, h, pre_s, sq):
+    """Appends game g: history prefix + rest, and its action matrix once per player's row.
+    Returns the (possibly grown) history and sequence buffers."""
+    n = fill[0]
+    hist = _grow(hist, n, pre_h.shape[0] + h.shape[0])
+    hist[n : n + pre_h.shape[0]] = pre_h
+    n += pre_h.shape[0]
+    hist[n : n + h.shape[0]] = h
+    fill[0] = n + h.shape[0]
+    hist_off[g + 1] = fill[0]
+    m = pre_s.shape[0] + sq.shape[0]
+    seq = _grow(seq, fill[1], m * num_players)
+    for p in range(num_players):
+        n = fill[1]
+        seq[n : n + pre_s.shape[0]] = pre_s
+        seq[n + pre_s.shape[0] : n + m] = sq
+        fill[1] = n + m
+        seq_off[g * num_players + p + 1] = fill[1]
+    return hist, seq
+
+
 @njit(cache=True, inline="always")
 def _record(kind, action, joint, num_players, neutral, mover, hist, nh, seq, ns):
     """Appends one step to a history (flat) and a sequence matrix (neutral-padded); kind is
@@ -126,8 +148,9 @@ def walk(s, steps, num_players, neutral, rng, buffer, joint, child, hist, seq, c
                 child[:] = s
                 apply_action(child, buffer[t])
                 if current_player(child) != TERMINAL:
-                    nh, ns = _record(player, buffer[t], joint, num_players, neutral, player,
-                                     hist, nh, seq, ns)
+                    nh, ns = _record(
+                        player, buffer[t], joint, num_players, neutral, player, hist, nh, seq, ns
+                    )
                     moved = True
                     break
         elif player == SIMULTANEOUS:
@@ -145,8 +168,9 @@ def walk(s, steps, num_players, neutral, rng, buffer, joint, child, hist, seq, c
                 child[:] = s
                 apply_action(child, outcome)
                 if current_player(child) != TERMINAL:
-                    nh, ns = _record(player, outcome, joint, num_players, neutral, 0,
-                                     hist, nh, seq, ns)
+                    nh, ns = _record(
+                        player, outcome, joint, num_players, neutral, 0, hist, nh, seq, ns
+                    )
                     moved = True
                     break
         if not moved:
@@ -195,8 +219,9 @@ def wins_at_once(s, q, a, num_players, neutral, legal, counts, joint, child, out
 
 
 @generic
-def randomized_states(starts, start_of, playouts, max_moves, num_players, num_actions, neutral,
-                      obs_size, max_len, rng):
+def randomized_states(
+    starts, start_of, playouts, max_moves, num_players, num_actions, neutral, obs_size, max_len, rng
+):
     """The whole shard: per state i (from starts[start_of[i]]), playouts[i] games."""
     n_states = start_of.shape[0]
     size = starts.shape[1]
@@ -241,15 +266,25 @@ def randomized_states(starts, start_of, playouts, max_moves, num_players, num_ac
     p_outcome = np.empty(rows, dtype=np.float32)
     p_scores = np.empty((rows, num_actions), dtype=np.float32)
     p_wins = np.zeros(rows, dtype=np.int16)
+    fill = np.zeros(2, dtype=np.int64)  # history / sequence entries written so far
     g = 0
     n_rows = 0
-    nh_all = 0
-    ns_all = 0
     for i in range(n_states):
         for _ in range(1000):  # a walk stuck on a chance node starts over
             s[:] = starts[start_of[i]]
-            if walk(s, rand_below(rng, max_moves + 1), num_players, neutral, rng, buffer, joint,
-                    child, pre_hist, pre_seq, counters):
+            if walk(
+                s,
+                rand_below(rng, max_moves + 1),
+                num_players,
+                neutral,
+                rng,
+                buffer,
+                joint,
+                child,
+                pre_hist,
+                pre_seq,
+                counters,
+            ):
                 break
         pre_nh, pre_ns, pre_steps = counters[0], counters[1], counters[2]
         r[:] = s
@@ -275,8 +310,9 @@ def randomized_states(starts, start_of, playouts, max_moves, num_players, num_ac
             else:
                 a = legal[mover, k % counts[mover]]
                 apply_action(s, a)
-                nh, ns = _record(mover, a, joint, num_players, neutral, mover, g_hist, nh,
-                                 g_seq, ns)
+                nh, ns = _record(
+                    mover, a, joint, num_players, neutral, mover, g_hist, nh, g_seq, ns
+                )
             steps = 1
             while True:  # random playout, recorded
                 player = current_player(s)
@@ -293,8 +329,9 @@ def randomized_states(starts, start_of, playouts, max_moves, num_players, num_ac
                 else:
                     a = sample_chance(s, buffer, rng)
                     apply_action(s, a)
-                nh, ns = _record(player, a, joint, num_players, neutral, player, g_hist, nh,
-                                 g_seq, ns)
+                nh, ns = _record(
+                    player, a, joint, num_players, neutral, player, g_hist, nh, g_seq, ns
+                )
                 steps += 1
             returns(s, outcome)
             for p in range(num_players):
@@ -306,17 +343,10 @@ def randomized_states(starts, start_of, playouts, max_moves, num_players, num_ac
             g_state[g] = i
             g_length[g] = pre_steps + steps
             g_seq_len[g] = (pre_ns + ns) // num_players
-            hist = _grow(hist, nh_all, pre_nh + nh)
-            hist[nh_all:nh_all + pre_nh] = pre_hist[:pre_nh]
-            hist[nh_all + pre_nh:nh_all + pre_nh + nh] = g_hist[:nh]
-            nh_all += pre_nh + nh
-            hist_off[g + 1] = nh_all
-            seq = _grow(seq, ns_all, (pre_ns + ns) * num_players)
-            for p in range(num_players):
-                seq[ns_all:ns_all + pre_ns] = pre_seq[:pre_ns]
-                seq[ns_all + pre_ns:ns_all + pre_ns + ns] = g_seq[:ns]
-                ns_all += pre_ns + ns
-                seq_off[g * num_players + p + 1] = ns_all
+            hist, seq = _append_game(
+                hist, seq, fill, hist_off, seq_off, g, num_players, pre_hist[:pre_nh],
+                g_hist[:nh], pre_seq[:pre_ns], g_seq[:ns],
+            )  # fmt: skip
             g += 1
         for q in range(num_players):
             if counts[q] == 0:
@@ -341,15 +371,34 @@ def randomized_states(starts, start_of, playouts, max_moves, num_players, num_ac
                 p_mask[row, a] = 1
                 if tries[q, t] > 0:
                     p_scores[row, a] = sums[q, t] / tries[q, t]
-                if wins_at_once(r, q, a, num_players, neutral, legal, counts, joint, child,
-                                outcome):
+                if wins_at_once(
+                    r, q, a, num_players, neutral, legal, counts, joint, child, outcome
+                ):
                     wins += 1
             p_wins[row] = wins
     return (
-        (g_state, g_returns, g_length, g_seq_len, hist_off, hist[:nh_all], seq_off, seq[:ns_all]),
-        (p_game[:n_rows], p_ply[:n_rows], p_player[:n_rows], p_state[:n_rows], p_mask[:n_rows],
-         p_feat[:n_rows], p_action[:n_rows], p_outcome[:n_rows], p_scores[:n_rows],
-         p_wins[:n_rows]),
+        (
+            g_state,
+            g_returns,
+            g_length,
+            g_seq_len,
+            hist_off,
+            hist[: fill[0]],
+            seq_off,
+            seq[: fill[1]],
+        ),
+        (
+            p_game[:n_rows],
+            p_ply[:n_rows],
+            p_player[:n_rows],
+            p_state[:n_rows],
+            p_mask[:n_rows],
+            p_feat[:n_rows],
+            p_action[:n_rows],
+            p_outcome[:n_rows],
+            p_scores[:n_rows],
+            p_wins[:n_rows],
+        ),
     )
 
 
@@ -398,8 +447,16 @@ def generate_shard(
     rng = new_rng(int(sequence.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1)))
     obs_size = int(np.prod(game.observation_shape))
     games, positions = _loop(game)(
-        starts, start_of, playouts, int(params["z"]), game.num_players, game.num_actions,
-        game.neutral_action, obs_size, game.max_game_length, rng,
+        starts,
+        start_of,
+        playouts,
+        int(params["z"]),
+        game.num_players,
+        game.num_actions,
+        game.neutral_action,
+        obs_size,
+        game.max_game_length,
+        rng,
     )
     agents = ["random"] * game.num_players
     return build_tables(game, "randomized", first_game_id, seeds, agents, games, positions)
@@ -424,8 +481,15 @@ def fixed_lists(matrix: np.ndarray, kind: pa.DataType) -> pa.Array:
     return list_array(offsets, np.ascontiguousarray(matrix).reshape(-1), kind)
 
 
-def build_tables(game: Game, technique: str, first_game_id: int, seeds: np.ndarray,
-                 agents: list[str], games: tuple, positions: tuple) -> dict[str, pa.Table]:
+def build_tables(
+    game: Game,
+    technique: str,
+    first_game_id: int,
+    seeds: np.ndarray,
+    agents: list[str],
+    games: tuple,
+    positions: tuple,
+) -> dict[str, pa.Table]:
     """The three tables from the arrays the numba loops return (see randomized_states)."""
     g_state, g_returns, g_length, g_seq_len, hist_off, hist, seq_off, seq = games
     n, players = len(g_length), game.num_players
@@ -438,8 +502,9 @@ def build_tables(game: Game, technique: str, first_game_id: int, seeds: np.ndarr
             constant_strings(game.spec(), n),
             constant_strings(json.dumps({}), n),
             pa.array(seeds[g_state].astype(np.int64)),
-            pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32) * players),
-                                     agent_values),
+            pa.ListArray.from_arrays(
+                pa.array(np.arange(n + 1, dtype=np.int32) * players), agent_values
+            ),
             fixed_lists(g_returns, pa.float32()),
             pa.array(g_length),
             list_array(hist_off, hist, pa.int16()),

@@ -35,7 +35,7 @@ from engine.specialise import (
     returns,
 )
 from features.errors import DataError
-from features.generate.randomized import _grow, _record, build_tables, wins_at_once
+from features.generate.randomized import _append_game, _record, build_tables, wins_at_once
 
 CHANCE = -1
 SIMULTANEOUS = -2
@@ -82,9 +82,25 @@ def _no_evaluate(s, player):  # pragma: no cover - stands in for games without a
     return 0.0
 
 
+@njit(cache=True)
+def _workspace(depth, size, num_players, width):
+    """Search buffers: states, legal, counts, kinds, total, index, acc, alpha, beta, grp,
+    buffer, joint, outcome, child, probe."""
+    d = max(depth, 1) + 1
+    return (
+        np.empty((d + 1, size), dtype=np.int64), np.empty((d, num_players, width), np.int64),
+        np.zeros((d, num_players), np.int64), np.zeros(d, np.int64), np.zeros(d, np.int64),
+        np.zeros(d, np.int64), np.zeros(d), np.zeros(d), np.zeros(d), np.zeros((d, width)),
+        np.empty(width, np.int64), np.empty(num_players, np.int64), np.zeros(num_players),
+        np.empty(size, np.int64), np.empty(size, np.int64),
+    )  # fmt: skip
+
+
 @generic(inline=True)
-def horizon(s, q, use_eval, playouts, num_players, neutral, rng, buffer, joint, outcome, child):
-    """Value of a state for q: final return, else the heuristic or mean random playouts."""
+def horizon(s, q, cfg, rng, ws):
+    """Value of a state for q: its final return, else the heuristic or mean random playouts."""
+    _, use_eval, playouts, num_players, neutral, _ = cfg
+    buffer, joint, outcome, child = ws[10], ws[11], ws[12], ws[13]
     if current_player(s) == TERMINAL:
         returns(s, outcome)
         return outcome[q]
@@ -100,14 +116,15 @@ def horizon(s, q, use_eval, playouts, num_players, neutral, rng, buffer, joint, 
 
 
 @generic
-def node_value(root, q, depth, alpha0, beta0, teams, use_eval, playouts, num_players, neutral,
-               rng, ws):
-    """Paranoid alpha-beta value of `root` for player q, searched `depth` plies (iterative)."""
-    (states, legal, counts, kinds, total, index, acc, alpha, beta, grp, buffer, joint,
-     outcome, child, _) = ws
+def node_value(root, q, depth, alpha0, beta0, cfg, rng, ws):
+    """Paranoid alpha-beta value of `root` for q, `depth` plies deep, with an explicit stack
+    (generic loops cannot recurse). Max for q's team, min for the others, expectation over
+    chance, and at simultaneous laps the best of q's actions against the others' worst."""
+    teams, _, _, num_players, neutral, _ = cfg
+    states, legal, counts, kinds, total = ws[0], ws[1], ws[2], ws[3], ws[4]
+    index, acc, alpha, beta, grp, joint = ws[5], ws[6], ws[7], ws[8], ws[9], ws[11]
     if depth == 0 or current_player(root) == TERMINAL:
-        return horizon(root, q, use_eval, playouts, num_players, neutral, rng, buffer, joint,
-                       outcome, child)
+        return horizon(root, q, cfg, rng, ws)
     states[0] = root
     level = 0
     opening = True
@@ -126,9 +143,8 @@ def node_value(root, q, depth, alpha0, beta0, teams, use_eval, playouts, num_pla
                 kinds[level] = CHANCE_NODE
             else:
                 kinds[level] = SIM_NODE
-                for a in range(counts[level, q]):
-                    grp[level, a] = INF
-            acc[level] = -INF if kinds[level] != MIN_NODE else INF
+                grp[level, : counts[level, q]] = INF
+            acc[level] = INF if kinds[level] == MIN_NODE else -INF
             if kinds[level] == CHANCE_NODE:
                 acc[level] = 0.0
             opening = False
@@ -141,8 +157,7 @@ def node_value(root, q, depth, alpha0, beta0, teams, use_eval, playouts, num_pla
             nxt[:] = states[level]
             apply_child(nxt, num_players, legal, counts, level, index[level], joint)
             if level + 1 == depth or current_player(nxt) == TERMINAL:
-                v = horizon(nxt, q, use_eval, playouts, num_players, neutral, rng, buffer,
-                            joint, outcome, child)
+                v = horizon(nxt, q, cfg, rng, ws)
             else:
                 lo, hi = -INF, INF
                 if k == MAX_NODE:
@@ -155,17 +170,13 @@ def node_value(root, q, depth, alpha0, beta0, teams, use_eval, playouts, num_pla
                 continue
         else:
             if k == SIM_NODE:
-                best = -INF
-                for a in range(counts[level, q]):
-                    best = max(best, grp[level, a])
-                acc[level] = best
+                acc[level] = np.max(grp[level, : counts[level, q]])
             v = acc[level]
             if level == 0:
                 return v
             level -= 1
             k = kinds[level]
-        # fold the child's value v into the frame of `level`
-        i = index[level]
+        i = index[level]  # fold the child's value into the frame of `level`
         if k == MAX_NODE:
             acc[level] = max(acc[level], v)
         elif k == MIN_NODE:
@@ -182,8 +193,9 @@ def node_value(root, q, depth, alpha0, beta0, teams, use_eval, playouts, num_pla
 
 
 @generic
-def choose(s, q, depth, teams, use_eval, playouts, num_players, neutral, rng, ws, options):
-    """Index into options[q] of q's searched move (first best); options[p] hold legal moves."""
+def choose(s, q, cfg, rng, ws, options):
+    """q's searched move at s (the first best); options[p] get every player's legal moves."""
+    num_players, neutral, depth = cfg[3], cfg[4], cfg[5]
     joint, probe = ws[11], ws[14]
     nq = legal_actions(s, q, options[q])
     best, best_i = -INF, 0
@@ -191,11 +203,10 @@ def choose(s, q, depth, teams, use_eval, playouts, num_players, neutral, rng, ws
         for i in range(nq):
             probe[:] = s
             apply_action(probe, options[q, i])
-            v = node_value(probe, q, depth - 1, best, INF, teams, use_eval, playouts,
-                           num_players, neutral, rng, ws)
+            v = node_value(probe, q, depth - 1, best, INF, cfg, rng, ws)
             if v > best:
                 best, best_i = v, i
-        return best_i
+        return options[q, best_i]
     n = np.empty(num_players, dtype=np.int64)
     combos = 1
     for p in range(num_players):
@@ -217,220 +228,187 @@ def choose(s, q, depth, teams, use_eval, playouts, num_players, neutral, rng, ws
                     rest //= n[p]
             probe[:] = s
             apply_joint(probe, joint)
-            v = node_value(probe, q, depth - 1, best, worst, teams, use_eval, playouts,
-                           num_players, neutral, rng, ws)
-            worst = min(worst, v)
+            worst = min(worst, node_value(probe, q, depth - 1, best, worst, cfg, rng, ws))
             if worst <= best:
                 break
         if worst > best:
             best, best_i = worst, i
-    return best_i
+    return options[q, best_i]
+
+
+@generic(inline=True)
+def searched_joint(s, cfg, rng, ws, options, joint):
+    """Every living player's searched move at a simultaneous lap (neutral for the others)."""
+    for p in range(cfg[3]):
+        if legal_actions(s, p, options[p]) == 0:
+            joint[p] = cfg[4]
+        else:
+            joint[p] = choose(s, p, cfg, rng, ws, options)
 
 
 @generic
-def search_play(s, depth, teams, use_eval, playouts, num_players, neutral, rng, ws, options,
-                hist, seq, moves):
-    """Plays s to the end, every player by its search; records history/sequence entries.
-    Returns (history entries, sequence entries, steps)."""
+def search_play(s, cfg, rng, ws, options, hist, seq, joint):
+    """Plays s to the end, every player by its search, recording the steps; returns
+    (history entries, sequence entries, steps)."""
+    num_players, neutral = cfg[3], cfg[4]
     nh, ns, steps = 0, 0, 0
-    joint = moves
     while True:
         player = current_player(s)
         if player == TERMINAL:
             return nh, ns, steps
+        a = 0
         if player >= 0:
-            i = choose(s, player, depth, teams, use_eval, playouts, num_players, neutral, rng,
-                       ws, options)
-            a = options[player, i]
+            a = choose(s, player, cfg, rng, ws, options)
             apply_action(s, a)
         elif player == CHANCE:
             a = sample_chance(s, ws[10], rng)
             apply_action(s, a)
         else:
-            a = 0
-            for p in range(num_players):
-                if legal_actions(s, p, options[p]) == 0:
-                    joint[p] = neutral
-                else:
-                    joint[p] = options[p, choose(s, p, depth, teams, use_eval, playouts,
-                                                 num_players, neutral, rng, ws, options)]
+            searched_joint(s, cfg, rng, ws, options, joint)
             apply_joint(s, joint)
         nh, ns = _record(player, a, joint, num_players, neutral, player, hist, nh, seq, ns)
         steps += 1
 
 
 @generic
-def thorough_shard(start, branch, max_depth, depth, teams, use_eval, playouts, num_players,
-                   num_actions, neutral, obs_size, max_len, rng, record, rows_cap, games_cap):
+def record_node(s, level, prefix, cfg, rng, ws, scratch, games, g, positions, row):
+    """Game g (prefix + the searched move + search play) and one positions row per player to
+    move, from `row` on; returns the number of rows written."""
+    num_players, neutral = cfg[3], cfg[4]
+    options, moves, chosen, child, final, wlegal, wcounts, outcome, g_hist, g_seq = scratch
+    g_returns, g_length, g_seq_len = games
+    p_game, p_ply, p_player, p_state, p_mask, p_feat, p_action, p_outcome, p_scores, p_wins = (
+        positions
+    )
+    player = current_player(s)
+    for p in range(num_players):
+        wcounts[p] = 0
+        if player == SIMULTANEOUS or p == player:
+            wcounts[p] = legal_actions(s, p, wlegal[p])
+    final[:] = s
+    if player == SIMULTANEOUS:
+        searched_joint(s, cfg, rng, ws, options, moves)
+        for p in range(num_players):
+            chosen[p] = moves[p] if wcounts[p] > 0 else -1
+        apply_joint(final, moves)
+        nh, ns = _record(player, 0, moves, num_players, neutral, 0, g_hist, 0, g_seq, 0)
+    else:
+        chosen[:] = -1
+        chosen[player] = choose(s, player, cfg, rng, ws, options)
+        apply_action(final, chosen[player])
+        nh, ns = _record(player, chosen[player], moves, num_players, neutral, player, g_hist,
+                         0, g_seq, 0)  # fmt: skip
+    a_nh, a_ns, a_steps = search_play(final, cfg, rng, ws, options, g_hist[nh:], g_seq[ns:],
+                                      moves)  # fmt: skip
+    returns(final, outcome)
+    for p in range(num_players):
+        g_returns[g, p] = outcome[p]
+    g_length[g] = level + 1 + a_steps
+    g_seq_len[g] = (prefix + ns + a_ns) // num_players
+    written = 0
+    for q in range(num_players):
+        if chosen[q] < 0:
+            continue
+        r = row + written
+        written += 1
+        p_game[r], p_ply[r], p_player[r], p_action[r] = g, level, q, chosen[q]
+        p_state[r] = s
+        p_outcome[r] = g_returns[g, q]
+        observation(s, q, p_feat[r])
+        wins = 0
+        for t in range(wcounts[q]):
+            a = wlegal[q, t]
+            p_mask[r, a] = 1
+            if wins_at_once(s, q, a, num_players, neutral, wlegal, wcounts, moves, child,
+                            outcome):  # fmt: skip
+                wins += 1
+            if a == chosen[q]:
+                p_scores[r, a] = p_outcome[r]
+                continue
+            child[:] = s
+            if player == SIMULTANEOUS:
+                for p in range(num_players):
+                    moves[p] = chosen[p] if chosen[p] >= 0 else neutral
+                moves[q] = a
+                apply_joint(child, moves)
+            else:
+                apply_action(child, a)
+            search_play(child, cfg, rng, ws, options, g_hist[nh + a_nh :], g_seq[ns + a_ns :],
+                        moves)  # fmt: skip
+            returns(child, outcome)
+            p_scores[r, a] = outcome[q]
+        p_wins[r] = wins
+    return written, nh + a_nh, ns + a_ns
+
+
+@generic
+def thorough_shard(start, branch, max_depth, cfg, num_actions, obs_size, max_len, rng, caps):
     """Enumerates the start (when branch == 0) and the subtree of its child `branch` down to
-    `max_depth`; with `record` False only counts (games, position rows)."""
-    size = start.shape[0]
-    width = max(num_actions, 64)
-    levels = max_depth + 1
+    `max_depth`, depth first; with caps = (0, 0) it only counts (games, position rows)."""
+    num_players, neutral = cfg[3], cfg[4]
+    record = caps[0] > 0
+    size, width, levels = start.shape[0], max(num_actions, 64), max_depth + 1
     legal = np.empty((levels, num_players, width), dtype=np.int64)
     counts = np.zeros((levels, num_players), dtype=np.int64)
     total = np.zeros(levels, dtype=np.int64)
     index = np.zeros(levels, dtype=np.int64)
     states = np.empty((levels + 1, size), dtype=np.int64)
-    kinds = np.zeros(levels, dtype=np.int64)  # the mover at each level (path recording)
-    path = np.empty((levels, num_players), dtype=np.int64)
-    sdepth = max(depth, 1) + 1
-    ws = (
-        np.empty((sdepth + 1, size), dtype=np.int64), np.empty((sdepth, num_players, width),
-                                                               dtype=np.int64),
-        np.zeros((sdepth, num_players), dtype=np.int64), np.zeros(sdepth, dtype=np.int64),
-        np.zeros(sdepth, dtype=np.int64), np.zeros(sdepth, dtype=np.int64),
-        np.zeros(sdepth, dtype=np.float64), np.zeros(sdepth, dtype=np.float64),
-        np.zeros(sdepth, dtype=np.float64), np.zeros((sdepth, width), dtype=np.float64),
-        np.empty(width, dtype=np.int64), np.empty(num_players, dtype=np.int64),
-        np.zeros(num_players, dtype=np.float64), np.empty(size, dtype=np.int64),
-        np.empty(size, dtype=np.int64),
-    )
-    wlegal = np.empty((num_players, width), dtype=np.int64)
-    wcounts = np.zeros(num_players, dtype=np.int64)
-    options = np.empty((num_players, width), dtype=np.int64)
-    moves = np.empty(num_players, dtype=np.int64)
-    outcome = np.zeros(num_players, dtype=np.float64)
-    child = np.empty(size, dtype=np.int64)
-    final = np.empty(size, dtype=np.int64)
+    kinds = np.zeros(levels, dtype=np.int64)  # the mover at each level of the path
+    path = np.empty((levels, num_players), dtype=np.int64)  # the move(s) made at each level
+    ws = _workspace(cfg[5], size, num_players, width)
     span = (max_len + levels + 1) * num_players
     pre_hist = np.empty(span, dtype=np.int16)
     pre_seq = np.empty(span, dtype=np.int16)
-    g_hist = np.empty(span, dtype=np.int16)
-    g_seq = np.empty(span, dtype=np.int16)
-    n_games = games_cap if record else 0
-    rows = rows_cap if record else 0
-    g_state = np.zeros(n_games, dtype=np.int64)
-    g_returns = np.empty((n_games, num_players), dtype=np.float32)
-    g_length = np.empty(n_games, dtype=np.int32)
-    g_seq_len = np.empty(n_games, dtype=np.int32)
-    hist_off = np.zeros(n_games + 1, dtype=np.int64)
-    seq_off = np.zeros(n_games * num_players + 1, dtype=np.int64)
-    hist = np.empty(n_games * 16 + 16, dtype=np.int16)
-    seq = np.empty(n_games * 16 * num_players + 16, dtype=np.int16)
-    p_game = np.empty(rows, dtype=np.int64)
-    p_ply = np.empty(rows, dtype=np.int32)
-    p_player = np.empty(rows, dtype=np.int8)
-    p_state = np.empty((rows, size), dtype=np.int64)
-    p_mask = np.zeros((rows, num_actions), dtype=np.int8)
-    p_feat = np.zeros((rows, obs_size), dtype=np.float32)
-    p_action = np.empty(rows, dtype=np.int16)
-    p_outcome = np.empty(rows, dtype=np.float32)
-    p_scores = np.full((rows, num_actions), np.nan, dtype=np.float32)
-    p_wins = np.zeros(rows, dtype=np.int16)
-    chosen = np.empty(num_players, dtype=np.int64)
-    g = 0
-    n_rows = 0
-    nh_all = 0
-    ns_all = 0
+    scratch = (
+        np.empty((num_players, width), np.int64), np.empty(num_players, np.int64),
+        np.empty(num_players, np.int64), np.empty(size, np.int64), np.empty(size, np.int64),
+        np.empty((num_players, width), np.int64), np.zeros(num_players, np.int64),
+        np.zeros(num_players), np.empty(3 * span, np.int16), np.empty(3 * span, np.int16),
+    )  # fmt: skip
+    options, g_hist, g_seq = scratch[0], scratch[8], scratch[9]
+    n, rows = caps
+    games = (np.empty((n, num_players), np.float32), np.empty(n, np.int32), np.empty(n, np.int32))
+    hist_off = np.zeros(n + 1, dtype=np.int64)
+    seq_off = np.zeros(n * num_players + 1, dtype=np.int64)
+    hist = np.empty(n * 16 + 16, dtype=np.int16)
+    seq = np.empty(n * 16 * num_players + 16, dtype=np.int16)
+    fill = np.zeros(2, dtype=np.int64)
+    positions = (
+        np.empty(rows, np.int64), np.empty(rows, np.int32), np.empty(rows, np.int8),
+        np.empty((rows, size), np.int64), np.zeros((rows, num_actions), np.int8),
+        np.zeros((rows, obs_size), np.float32), np.empty(rows, np.int16),
+        np.empty(rows, np.float32), np.full((rows, num_actions), np.nan, np.float32),
+        np.zeros(rows, np.int16),
+    )  # fmt: skip
+    g, n_rows, level, visit = 0, 0, 0, True
     states[0] = start
-    level = 0
-    visit = True
     while level >= 0:
         s = states[level]
-        if visit:  # a node reached for the first time: record it, then open its children
+        if visit:  # first time here: record the state, then open its children
             visit = False
             player = current_player(s)
             if player != TERMINAL and player != CHANCE and (level > 0 or branch == 0):
-                deciders = 0
-                for p in range(num_players):
-                    if (player == SIMULTANEOUS or p == player) and legal_actions(
-                        s, p, options[p]
-                    ) > 0:
-                        deciders += 1
                 if record:
-                    # the prefix (path to this node), then the searched game from it
                     pre_nh, pre_ns = 0, 0
                     for lv in range(level):
-                        pre_nh, pre_ns = _record(kinds[lv], path[lv, 0], path[lv],
-                                                 num_players, neutral, kinds[lv], pre_hist,
-                                                 pre_nh, pre_seq, pre_ns)
-                    for p in range(num_players):
-                        chosen[p] = -1
-                        if player == SIMULTANEOUS or p == player:
-                            if legal_actions(s, p, options[p]) > 0:
-                                chosen[p] = options[p, choose(s, p, depth, teams, use_eval,
-                                                              playouts, num_players, neutral,
-                                                              rng, ws, options)]
-                    final[:] = s
-                    if player == SIMULTANEOUS:
-                        for p in range(num_players):
-                            moves[p] = chosen[p] if chosen[p] >= 0 else neutral
-                        apply_joint(final, moves)
-                        nh, ns = _record(player, 0, moves, num_players, neutral, 0, g_hist,
-                                         0, g_seq, 0)
-                    else:
-                        apply_action(final, chosen[player])
-                        nh, ns = _record(player, chosen[player], moves, num_players, neutral,
-                                         player, g_hist, 0, g_seq, 0)
-                    a_nh, a_ns, a_steps = search_play(final, depth, teams, use_eval, playouts,
-                                                      num_players, neutral, rng, ws, options,
-                                                      g_hist[nh:], g_seq[ns:], moves)
-                    nh += a_nh
-                    ns += a_ns
-                    returns(final, outcome)
-                    for p in range(num_players):
-                        g_returns[g, p] = outcome[p]
-                    g_length[g] = level + 1 + a_steps
-                    g_seq_len[g] = (pre_ns + ns) // num_players
-                    hist = _grow(hist, nh_all, pre_nh + nh)
-                    hist[nh_all:nh_all + pre_nh] = pre_hist[:pre_nh]
-                    hist[nh_all + pre_nh:nh_all + pre_nh + nh] = g_hist[:nh]
-                    nh_all += pre_nh + nh
-                    hist_off[g + 1] = nh_all
-                    seq = _grow(seq, ns_all, (pre_ns + ns) * num_players)
-                    for p in range(num_players):
-                        seq[ns_all:ns_all + pre_ns] = pre_seq[:pre_ns]
-                        seq[ns_all + pre_ns:ns_all + pre_ns + ns] = g_seq[:ns]
-                        ns_all += pre_ns + ns
-                        seq_off[g * num_players + p + 1] = ns_all
-                    for q in range(num_players):
-                        if chosen[q] < 0:
-                            continue
-                        row = n_rows
-                        n_rows += 1
-                        p_game[row] = g
-                        p_ply[row] = level
-                        p_player[row] = q
-                        p_state[row] = s
-                        p_action[row] = chosen[q]
-                        p_outcome[row] = g_returns[g, q]
-                        observation(s, q, p_feat[row])
-                        nq = legal_actions(s, q, options[q])
-                        for p in range(num_players):
-                            wcounts[p] = 0
-                            if player == SIMULTANEOUS or p == player:
-                                wcounts[p] = legal_actions(s, p, wlegal[p])
-                        wins = 0
-                        for t in range(nq):
-                            a = wlegal[q, t]
-                            p_mask[row, a] = 1
-                            if wins_at_once(s, q, a, num_players, neutral, wlegal, wcounts,
-                                            moves, child, outcome):
-                                wins += 1
-                            if a == chosen[q]:
-                                p_scores[row, a] = p_outcome[row]
-                                continue
-                            child[:] = s
-                            if player == SIMULTANEOUS:
-                                for p in range(num_players):
-                                    moves[p] = chosen[p] if chosen[p] >= 0 else neutral
-                                moves[q] = a
-                                apply_joint(child, moves)
-                            else:
-                                apply_action(child, a)
-                            search_play(child, depth, teams, use_eval, playouts, num_players,
-                                        neutral, rng, ws, options, g_hist, g_seq, moves)
-                            returns(child, outcome)
-                            p_scores[row, a] = outcome[q]
-                        p_wins[row] = wins
-                    g += 1
+                        pre_nh, pre_ns = _record(kinds[lv], path[lv, 0], path[lv], num_players,
+                                                 neutral, kinds[lv], pre_hist, pre_nh, pre_seq,
+                                                 pre_ns)  # fmt: skip
+                    written, nh, ns = record_node(s, level, pre_ns, cfg, rng, ws, scratch,
+                                                  games, g, positions, n_rows)  # fmt: skip
+                    hist, seq = _append_game(hist, seq, fill, hist_off, seq_off, g,
+                                             num_players, pre_hist[:pre_nh], g_hist[:nh],
+                                             pre_seq[:pre_ns], g_seq[:ns])  # fmt: skip
+                    n_rows += written
                 else:
-                    g += 1
-                    n_rows += deciders
-            if player == TERMINAL or level == max_depth:
-                total[level] = 0
-            else:
+                    for p in range(num_players):
+                        if (player == SIMULTANEOUS or p == player) and legal_actions(
+                            s, p, options[p]
+                        ) > 0:
+                            n_rows += 1
+                g += 1
+            total[level] = 0
+            if player != TERMINAL and level < max_depth:
                 total[level] = expand(s, num_players, neutral, legal, counts, level)
             index[level] = 0
             if level == 0:  # this shard's branch only
@@ -446,18 +424,27 @@ def thorough_shard(start, branch, max_depth, depth, teams, use_eval, playouts, n
         nxt[:] = s
         apply_child(nxt, num_players, legal, counts, level, index[level], path[level])
         if kinds[level] != SIMULTANEOUS:
-            i = index[level]
-            path[level, 0] = legal[level, 0, i]
+            path[level, 0] = legal[level, 0, index[level]]
         level += 1
         visit = True
+    g_returns, g_length, g_seq_len = games
+    states_of = np.zeros(g, dtype=np.int64)
     return (
-        (g_state[:g], g_returns[:g], g_length[:g], g_seq_len[:g], hist_off[:g + 1],
-         hist[:nh_all], seq_off[:g * num_players + 1], seq[:ns_all]),
-        (p_game[:n_rows], p_ply[:n_rows], p_player[:n_rows], p_state[:n_rows],
-         p_mask[:n_rows], p_feat[:n_rows], p_action[:n_rows], p_outcome[:n_rows],
-         p_scores[:n_rows], p_wins[:n_rows]),
-        g, n_rows,
-    )
+        (states_of, g_returns[:g], g_length[:g], g_seq_len[:g], hist_off[: g + 1],
+         hist[: fill[0]], seq_off[: g * num_players + 1], seq[: fill[1]]),
+        tuple_head(positions, n_rows),
+        g,
+        n_rows,
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def tuple_head(positions, n):
+    return (
+        positions[0][:n], positions[1][:n], positions[2][:n], positions[3][:n],
+        positions[4][:n], positions[5][:n], positions[6][:n], positions[7][:n],
+        positions[8][:n], positions[9][:n],
+    )  # fmt: skip
 
 
 @njit(cache=True)
@@ -486,16 +473,20 @@ def generate_shard(
     sequence = np.random.SeedSequence([int(seed), int(shard)])
     loop = _loop(game)
     max_depth = int(params["x"]) or game.max_game_length
-    teams = np.asarray(game.teams, dtype=np.int64)
-    common = (
-        teams, game.evaluate is not None, int(params["z"]), game.num_players, game.num_actions,
-        game.neutral_action, int(np.prod(game.observation_shape)), game.max_game_length,
+    cfg = (
+        np.asarray(game.teams, dtype=np.int64),
+        game.evaluate is not None,
+        int(params["z"]),
+        game.num_players,
+        game.neutral_action,
+        int(params["y"]),
     )
+    meta = (game.num_actions, int(np.prod(game.observation_shape)), game.max_game_length)
     seed_rng = int(sequence.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
-    *_, n_games, n_rows = loop(start, shard, max_depth, int(params["y"]), *common,
-                               new_rng(seed_rng), False, 0, 0)
-    games, positions, _, _ = loop(start, shard, max_depth, int(params["y"]), *common,
-                                  new_rng(seed_rng), True, n_rows, n_games)
+    *_, n_games, n_rows = loop(start, shard, max_depth, cfg, *meta, new_rng(seed_rng), (0, 0))
+    games, positions, _, _ = loop(
+        start, shard, max_depth, cfg, *meta, new_rng(seed_rng), (n_games, n_rows)
+    )
     seeds = np.zeros(1, dtype=np.int64)
-    agents = [f"alphabeta:depth={int(params['y'])}"] * game.num_players
+    agents = [f"search:depth={int(params['y'])}"] * game.num_players  # this module's search
     return build_tables(game, "thorough", first_game_id, seeds, agents, games, positions)

@@ -1,0 +1,63 @@
+"""`gridbots generate`: the command writes a dataset; bad input is one stderr line, exit 2."""
+
+from __future__ import annotations
+
+import pytest
+
+from features.store import load_dataset, read_manifest
+from flows.cli import main
+
+
+def test_generate_writes_a_complete_dataset(tmp_path, capsys):
+    out = tmp_path / "c4"
+    argv = ["generate", "connect4", "randomized", "--out", str(out), "--games", "50", "--y", "5"]
+    assert main([*argv, "--shard-size", "20", "--seed", "3"]) == 0
+    said = capsys.readouterr().out
+    assert "50 games, 100 sequences, 10 positions in 3 shards" in said
+    manifest = read_manifest(out)
+    assert manifest["complete"] and manifest["params"]["x"] == 10
+    assert load_dataset(out, "games").num_rows == 50
+    assert main([*argv, "--shard-size", "20", "--seed", "3"]) == 0  # already whole: a no-op
+    assert read_manifest(out)["content_hash"] == manifest["content_hash"]
+
+
+def test_thorough_through_the_cli(tmp_path, capsys):
+    out = tmp_path / "t"
+    assert (
+        main(["generate", "connect4", "thorough", "--out", str(out), "--x", "1", "--y", "1"]) == 0
+    )
+    assert "8 positions in 7 shards" in capsys.readouterr().out
+    assert load_dataset(out, "positions").num_rows == 8
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["randomized", "--y", "0"], "Y = 0 cannot work"),
+        (["randomized", "--w", "1.5"], "W = 1.5 cannot work"),
+        (["randomized", "--w", "-0.1"], "W = -0.1 cannot work"),
+        (["randomized", "--agents", "random"], "does not use --agents"),
+        (["bogus"], "unknown technique 'bogus'"),
+        (["thorough", "--y", "40"], "too deep"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, extra, message):
+    argv = ["generate", "connect4", *extra, "--out", str(tmp_path / "d")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_other_command_on_existing_dataset_is_refused(tmp_path, capsys):
+    out = str(tmp_path / "d")
+    assert main(["generate", "connect4", "randomized", "--out", out, "--x", "4", "--y", "2"]) == 0
+    capsys.readouterr()
+    assert main(["generate", "connect4", "randomized", "--out", out, "--x", "4", "--y", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "another command" in err and err.count("\n") == 1
+
+
+def test_unknown_game_is_refused(tmp_path, capsys):
+    argv = ["generate", "chess", "randomized", "--out", str(tmp_path / "d")]
+    assert main(argv) == 2
+    assert "unknown game" in capsys.readouterr().err
