@@ -12,7 +12,7 @@ class HeuristicAgent(Agent):
 
     def __init__(self, game: Game, spec: str, seed: int | None = None, **options: str):
         super().__init__(game, spec, seed)
-        if not hasattr(game, "heuristic_action"):
+        if game.heuristic_action is None:
             raise AgentError(f"heuristic: {game.name} ships no heuristic policy")
         self.options = options
         try:  # validate the options once, on the initial position

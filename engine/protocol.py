@@ -83,8 +83,24 @@ class Game:
     end_turn_action: ClassVar[int | None] = None
     #: action recorded for a player that cannot act (padding in sequences)
     neutral_action: ClassVar[int] = -1
-    #: optional numba heuristic `evaluate(s, player) -> float` in [-1, 1] for search agents
+    # ---- optional hooks (a game provides those that make sense for it) --------------------
+    #: numba heuristic `evaluate(s, player) -> float` in [-1, 1] for search agents
     evaluate: ClassVar[Callable | None] = None
+    #: `board_codes(states [n, state_size]) -> int8 [n, H, W]`: 0 empty, p + 1 player p's piece,
+    #: -1 deadly (features.encode); None when the game has no board picture
+    board_codes: ClassVar[Callable | None] = None
+    #: default window (steps) for sequence encodings; None: the longest game
+    sequence_length: ClassVar[int | None] = None
+    #: whether board codes use -1 for deadly tiles (Lazerbike trails)
+    deadly_tiles: ClassVar[bool] = False
+    #: `symmetries() -> [(observation_permutation, action_permutation), ...]`, identity first
+    symmetries: ClassVar[Callable | None] = None
+    #: `heuristic_action(state, player, options) -> action`: the game's hand-written policy
+    heuristic_action: ClassVar[Callable | None] = None
+    #: `layout(s) -> {name: array}`: the grid description planners read (Sokoban)
+    layout: ClassVar[Callable | None] = None
+    #: `walk_grid(s, player) -> (costs, width, height, start)`: path-finding grid (Lazerbike)
+    walk_grid: ClassVar[Callable | None] = None
     #: the same game in OpenSpiel (same action ids and rules), for the `openspiel:` peer agents
     openspiel_name: ClassVar[str | None] = None
     #: parameters accepted by the constructor, with defaults (OpenSpiel's game parameters)

@@ -104,13 +104,16 @@ def test_second_call_loads_compiled_kernels_from_the_cache():
 
 
 def test_solve_answers_each_line_and_flags_bad_ones():
-    lines = "2252576253462244111563365343671351441\n121212\n444444\n4x4\n"
+    lines = (
+        "2252576253462244111563365343671351441\n121212\n225257625346224411156336534367135144\n4x4\n"
+    )
     done = gridbots("solve", "connect4", "--analyze", stdin=lines)
     assert done.returncode == 2
     assert done.stdout.splitlines() == [
         "2252576253462244111563365343671351441 x x x x x -1 -2",
         "121212 18 -3 -18 -18 -18 -18 -18",
-        "444444 -1 0 1 x 1 0 -1",
+        # column 1 leads to the published position above (-1), so it scores +1 here
+        "225257625346224411156336534367135144 1 x x x x 3 -3",
     ]
     assert done.stderr.count("\n") == 1 and "line 4" in done.stderr
     plain = gridbots("solve", "connect4", stdin="121212\n")
