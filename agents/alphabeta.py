@@ -276,6 +276,7 @@ class AlphaBetaAgent(Agent):
         self.playouts = option(options, "playouts", int, 16)
         table_bits = option(options, "tt", int, 20)
         evaluation = options.pop("eval", "heuristic")
+        self._onnx = None  # agents.onnx_eval.OnnxSearch for eval=onnx:PATH
         if options:
             raise AgentError(
                 f"alphabeta: unknown option(s) {sorted(options)}; "
@@ -297,8 +298,11 @@ class AlphaBetaAgent(Agent):
             self.mode, kernel = HEURISTIC, game.evaluate
         elif evaluation == "playout":
             self.mode, kernel = PLAYOUT, game.evaluate or no_evaluate
-        elif evaluation.startswith("onnx:"):
-            raise AgentError("alphabeta: eval=onnx:PATH is not available yet")
+        elif evaluation.startswith("onnx:"):  # a Python search: numba cannot call onnxruntime
+            from agents.onnx_eval import OnnxSearch
+
+            self.mode, kernel = HEURISTIC, no_evaluate
+            self._onnx = OnnxSearch(game, evaluation[len("onnx:") :])
         else:
             raise AgentError(
                 f"alphabeta: eval={evaluation!r}; expected heuristic, playout or onnx:PATH"
@@ -312,7 +316,8 @@ class AlphaBetaAgent(Agent):
         self._history = np.zeros((game.num_players, game.num_actions + 1), dtype=np.int64)
         self.last: SearchResult | None = None
         # compile (or load from the cache) and allocate now, not on the first move's clock
-        self._run(game.new_initial_state(seed=0).array, 1, 1 << 62)
+        if self._onnx is None:
+            self._run(game.new_initial_state(seed=0).array, 1, 1 << 62)
 
     def _tables(self) -> tuple:
         if self._table is None:
@@ -337,6 +342,9 @@ class AlphaBetaAgent(Agent):
 
     def analyse(self, state: State) -> SearchResult:
         """Iterative deepening within the depth and/or time limit."""
+        if self._onnx is not None:
+            self.last = self._onnx.analyse(state, self.max_depth, self.ms)
+            return self.last
         start = time.perf_counter()
         deadline = start + self.ms / 1000 if self.ms else None
         self._killers[:] = -1

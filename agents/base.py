@@ -38,6 +38,9 @@ _BUILTIN_MODULES = (
     "agents.simab",
     "agents.planner",
     "agents.lazerbike_agents",
+    "agents.registry_agent",
+    "agents.seq_agent",
+    "agents.onnx_agent",
 )
 
 

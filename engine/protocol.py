@@ -60,6 +60,12 @@ class KernelSet:
     returns: Callable
     observation: Callable
 
+    @classmethod
+    def collect(cls, namespace: dict) -> KernelSet:
+        """The kernel set of a game module: `KernelSet.collect(globals())` picks the functions
+        named after the fields."""
+        return cls(**{name: namespace[name] for name in cls.__dataclass_fields__})
+
     def search(self) -> tuple:
         """The kernels generic loops take, in their argument order (see engine.loops)."""
         return (

@@ -378,6 +378,6 @@ def load(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
                 values = column.to_numpy(zero_copy_only=False)
             arrays[key] = values.astype(meta["dtypes"][key]).reshape(shape)
         return arrays, meta
-    with np.load(path) as data:
+    with np.load(path, allow_pickle=False) as data:  # never unpickle a file we are handed
         meta = json.loads(str(data["meta"]))
         return {k: data[k] for k in data.files if k != "meta"}, meta

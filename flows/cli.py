@@ -209,7 +209,12 @@ def _register_command_groups() -> None:
                 raise
 
 
-COMMAND_MODULES = ("flows.play_commands", "flows.generate_commands", "flows.dataset_commands")
+COMMAND_MODULES = (
+    "flows.play_commands",
+    "flows.generate_commands",
+    "flows.dataset_commands",
+    "flows.model_commands",
+)
 _register_command_groups()
 
 

@@ -1,1 +1,1 @@
-"""models layer."""
+"""Training, ONNX export, MLflow tracking and the bot registry."""

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from agents import AgentError, make
-from agents.alphabeta import ABORTED, WIN_SCALE, AlphaBetaAgent
+from agents.alphabeta import ABORTED, WIN_SCALE
 from engine import load_game
 from engine.conformance import check_game
 from engine.games.connect4 import Connect4
@@ -138,10 +138,11 @@ def test_bad_specs(game, spec, message):
         make(spec, load_game(game))
 
 
-def test_onnx_evaluation_not_available_yet(connect4):
-    # built directly: agents.base.parse_spec does not yet accept a ':' inside an option value
-    with pytest.raises(AgentError, match="not available yet"):
-        AlphaBetaAgent(connect4, "alphabeta:eval=onnx:model.onnx", eval="onnx:model.onnx")
+def test_onnx_evaluation_needs_a_model_file(connect4, tmp_path):
+    # the onnx evaluation itself is tested in tests/test_onnx_eval.py
+    missing = tmp_path / "model.onnx"
+    with pytest.raises(AgentError, match="not found"):
+        make(f"alphabeta:eval=onnx:{missing}", connect4)
 
 
 def test_no_heuristic_needs_playouts():

@@ -286,16 +286,7 @@ def evaluate(s, player):
 # ---- end of heuristic evaluation ---------------------------------------------------------------
 
 
-KERNELS = KernelSet(
-    init=init,
-    current_player=current_player,
-    legal_actions=legal_actions,
-    chance_probability=chance_probability,
-    apply_action=apply_action,
-    apply_joint=apply_joint,
-    returns=returns,
-    observation=observation,
-)
+KERNELS = KernelSet.collect(globals())
 
 
 def square_name(action: int) -> str:

@@ -135,16 +135,7 @@ def observation(s, player, out):
     out[3] = 1.0 if s[TO_MOVE] == player else 0.0
 
 
-KERNELS = KernelSet(
-    init=init,
-    current_player=current_player,
-    legal_actions=legal_actions,
-    chance_probability=chance_probability,
-    apply_action=apply_action,
-    apply_joint=apply_joint,
-    returns=returns,
-    observation=observation,
-)
+KERNELS = KernelSet.collect(globals())
 
 
 def _positive_int(name: str, value: Any) -> int:

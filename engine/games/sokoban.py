@@ -381,16 +381,7 @@ def observation(s, player, out):
         out[(4 if p == player else 5) * cells + s[PLAYERS + p]] = 1.0
 
 
-KERNELS = KernelSet(
-    init=init,
-    current_player=current_player,
-    legal_actions=legal_actions,
-    chance_probability=chance_probability,
-    apply_action=apply_action,
-    apply_joint=apply_joint,
-    returns=returns,
-    observation=observation,
-)
+KERNELS = KernelSet.collect(globals())
 
 
 # ---- levels --------------------------------------------------------------------------------

@@ -1,0 +1,40 @@
+"""`onnx:PATH[:key=value,…]`: any exported model, the agent chosen by its `gridbots.kind`.
+
+"sequence" → `seq:model=PATH` (options: guards); "value" → `alphabeta:eval=onnx:PATH`
+(options: depth, ms). The file's metadata, not its name, says what it is, so a registry
+artifact plays without the user knowing its family.
+"""
+
+from __future__ import annotations
+
+from agents.base import Agent, AgentError, builder
+from engine.protocol import Game
+
+KINDS = ("sequence", "value")
+
+
+@builder("onnx")
+def onnx_agent(game: Game, spec: str, seed: int | None = None, **options: str) -> Agent:
+    """Builds the agent the model's kind calls for."""
+    from agents.onnx_eval import open_session
+
+    path = options.pop("variant", None) or options.pop("model", None)
+    if not path:
+        raise AgentError("onnx: name the model file: onnx:PATH")
+    session, meta = open_session(path)
+    kind = meta.get("gridbots.kind")
+    trained = meta.get("gridbots.game")
+    if trained and trained != game.spec():
+        raise AgentError(f"onnx: {path} was trained for {trained}, not {game.spec()}")
+    if kind == "sequence":
+        from agents.seq_agent import OnnxSequencePredictor, SeqAgent
+
+        predictor = OnnxSequencePredictor(path, game, session=session, meta=meta)
+        return SeqAgent(game, spec, seed=seed, predictor=predictor, **options)
+    if kind == "value":
+        from agents.alphabeta import AlphaBetaAgent
+
+        return AlphaBetaAgent(game, spec, seed=seed, eval=f"onnx:{path}", **options)
+    raise AgentError(
+        f"onnx: {path} has gridbots.kind={kind!r}; this agent plays {', '.join(KINDS)} models"
+    )

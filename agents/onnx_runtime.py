@@ -1,0 +1,59 @@
+"""onnxruntime sessions on the best provider that really works here, chosen once, quietly.
+
+onnxruntime-gpu lists the CUDA provider even where the CUDA libraries are missing, and then
+logs errors and falls back to the CPU when a session starts. So the choice is made by starting
+one session on a one-node model with CUDA requested and logging muted, and keeping CUDA only if
+that session really runs on it. Agents import only this module, never TensorFlow.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+CPU = "CPUExecutionProvider"
+CUDA = "CUDAExecutionProvider"
+QUIET = 3  # onnxruntime severities: 0 verbose … 3 error, 4 fatal
+
+
+@functools.cache
+def providers() -> tuple[str, ...]:
+    """("CUDAExecutionProvider", "CPUExecutionProvider") when a GPU is usable, else CPU only."""
+    import onnxruntime as ort
+
+    ort.set_default_logger_severity(4)
+    try:
+        if CUDA not in ort.get_available_providers():
+            return (CPU,)
+        options = ort.SessionOptions()
+        options.log_severity_level = 4
+        session = ort.InferenceSession(_probe_model(), sess_options=options, providers=[CUDA, CPU])
+        return (CUDA, CPU) if session.get_providers()[0] == CUDA else (CPU,)
+    except Exception:  # any failure to start CUDA means: use the CPU
+        return (CPU,)
+    finally:
+        ort.set_default_logger_severity(QUIET)
+
+
+def _probe_model() -> bytes:
+    """A one-node Identity model, built in memory (IR version 10: readable by onnxruntime 1.31)."""
+    from onnx import TensorProto, helper
+
+    tensor = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        "probe",
+        [tensor("x", TensorProto.FLOAT, [1])],
+        [tensor("y", TensorProto.FLOAT, [1])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+    return model.SerializeToString()
+
+
+def session(path: str | Path):
+    """An inference session for an ONNX file on the chosen providers."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = QUIET
+    return ort.InferenceSession(str(path), sess_options=options, providers=list(providers()))

@@ -1,0 +1,76 @@
+"""`registry:NAME@ALIAS` / `registry:NAME/VERSION` (default `@production`): a registered bot.
+
+The version's raw artifact is fetched from MLflow into a local cache (models.registry.download;
+never a pickle, never TensorFlow) and played by the agent its kind calls for: ONNX files through
+`onnx:PATH` (which reads sequence / value from the file's metadata), HMM JSON and CRFsuite files
+through `seq:model=PATH`. Options after the reference go to that agent
+(`registry:connect4-lstm@production:guards=win`). The alias is looked up every time an agent is
+built, so a promotion shows at the next game; a version's file is downloaded once.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from agents.base import Agent, AgentError, builder, make
+from engine.protocol import Game, State
+
+#: artifact kind → the spec of the agent that plays it ({path} is the local file)
+INNER_SPECS = {
+    "onnx": "onnx:{path}",
+    "hmm-json": "seq:model={path}",
+    "crfsuite": "seq:model={path}",
+}
+
+
+@functools.cache
+def _checked_onnx(path: str, stamp: float) -> None:
+    """Refuses a corrupt ONNX file with one clear line (cached per file and mtime)."""
+    from models.base import ModelError
+    from models.tracking import read_onnx
+
+    try:
+        read_onnx(Path(path))
+    except ModelError as error:
+        raise AgentError(f"registry: {error}") from None
+
+
+def fetch(reference: str) -> tuple[Path, str, dict[str, str]]:
+    """(local artifact file, kind, version tags) of `NAME@ALIAS` or `NAME/VERSION`."""
+    from models.base import ModelError
+    from models.registry import download, resolve, split_ref
+
+    try:
+        name, alias, version = split_ref(reference)
+        found = resolve(name, alias=alias, version=version)
+        path, kind = download(found)
+    except ModelError as error:
+        raise AgentError(f"registry: {error}") from None
+    return path, kind, dict(found.tags or {})
+
+
+@builder("registry")
+class RegistryAgent(Agent):
+    """Delegates every move to the agent built from the downloaded artifact."""
+
+    def __init__(self, game: Game, spec: str, seed: int | None = None, **options: str):
+        super().__init__(game, spec, seed)
+        reference = options.pop("variant", "")
+        if not reference:
+            raise AgentError(f"{spec!r}: name a model, e.g. registry:{game.name}-lstm@production")
+        path, kind, tags = fetch(reference)
+        trained_for = tags.get("game", "").split(":", 1)[0]
+        if trained_for and trained_for != game.name:
+            raise AgentError(f"registry: {reference} is a {trained_for} model, not {game.name}")
+        if kind == "onnx":
+            _checked_onnx(str(path), path.stat().st_mtime)
+        inner = INNER_SPECS[kind].format(path=path)
+        if options:
+            joiner = ":" if inner.count(":") == 1 and "=" not in inner else ","
+            inner += joiner + ",".join(f"{k}={v}" for k, v in options.items())
+        self.source = path
+        self.inner = make(inner, game, seed)
+
+    def step(self, state: State, player: int | None = None) -> int:
+        return self.inner.step(state, player)

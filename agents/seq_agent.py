@@ -1,0 +1,440 @@
+"""`seq:model=PATH`: next-action prediction from the whole history (LSTM, HMM or CRF).
+
+The framing every sequence family shares (the study's, Part IV §1.1, plus a start symbol):
+a history is folded into rounds exactly as `features.encode` folds a dataset's sequences, and
+the model reads the rounds *before* the one in which the player will act. Position k of a
+sequence observes round k - 1 (position 0 a begin-of-game symbol) and is labelled with the
+player's action in round k. Training takes every position of a game; playing predicts the
+label of the last one. In a turn-based game the player acts in the last round when it has
+not acted in it yet (that round is then not observed: the folding puts the player's action
+into it, so the opponent's latest move of the same round is the guards' business, exactly as
+it is unseen in training); otherwise in a new round.
+
+Agents never import TensorFlow: ONNX models run on onnxruntime, HMMs are JSON parameters
+decoded by hmmlearn, CRFs are CRFsuite files tagged by pycrfsuite. The guards of `random`
+(win, block, safe) narrow the legal moves first; the model's best-ranked survivor is played.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.base import Agent, AgentError, builder
+from agents.guards import lap_filter, parse_guards, turn_filter
+from engine.protocol import CHANCE, SIMULTANEOUS, TERMINAL, Game, State
+from engine.specialise import bind, current_player, generic, legal_actions
+
+DEFAULT_GUARDS = "win+block+safe"
+CRF_MAGIC = b"lCRF"
+BOS = "^"  # the begin-of-game symbol / feature name
+
+
+# ---- the shared framing -----------------------------------------------------------------------
+def step_matrix(game: Game, state: State) -> np.ndarray:
+    """The step-major [steps, num_players] actions of the history (neutral for players who did
+    not act, chance steps left out): the `sequences.actions` layout of a dataset row."""
+    k = game.kernels
+    s = k.init(state.config).copy()
+    history = state.history()
+    p, neutral = game.num_players, game.neutral_action
+    rows: list[np.ndarray] = []
+    i = 0
+    while i < len(history):
+        mover = int(k.current_player(s))
+        if mover == SIMULTANEOUS:
+            joint = np.asarray(history[i : i + p], dtype=np.int64)
+            rows.append(joint)
+            k.apply_joint(s, joint)
+            i += p
+            continue
+        if mover >= 0:
+            row = np.full(p, neutral, dtype=np.int64)
+            row[mover] = history[i]
+            rows.append(row)
+        k.apply_action(s, np.int64(history[i]))
+        i += 1
+    return np.array(rows, dtype=np.int64).reshape(-1, p)
+
+
+def history_rounds(game: Game, state: State) -> np.ndarray:
+    """[rounds, num_players] of the history, folded by `features.encode.action_rounds`."""
+    import pyarrow as pa
+
+    from features.encode import action_rounds
+
+    steps = step_matrix(game, state)
+    table = pa.table({"actions": pa.array([steps.ravel()], type=pa.list_(pa.int16()))})
+    rounds, counts = action_rounds(table, game, max(len(steps), 1))
+    return rounds[0, : int(counts[0])].astype(np.int64)
+
+
+def decision_context(rounds: np.ndarray, player: int, simultaneous: bool, neutral: int):
+    """The rounds a model observes before `player`'s next action (see the module docstring)."""
+    if not simultaneous and len(rounds) and rounds[-1, player] == neutral:
+        return rounds[:-1]
+    return rounds
+
+
+def rounds_from_arrays(
+    arrays: dict[str, np.ndarray], encoding: str, num_players: int, num_actions: int, neutral: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Encoded sequence arrays → ([n, T + 1, P] rounds, [n] rounds per row within the window)."""
+    from features.encode import decode_one_hot_actions
+
+    inputs, targets = arrays["inputs"], arrays["targets"]
+    if encoding == "qualitative":
+        inputs = decode_one_hot_actions(inputs, num_players, num_actions, neutral)
+        targets = decode_one_hot_actions(targets, num_players, num_actions, neutral)
+    full = np.concatenate([inputs[:, :1], targets], axis=1).astype(np.int64)
+    counts = np.minimum(np.asarray(arrays["rounds"], dtype=np.int64), full.shape[1])
+    return full, counts
+
+
+def labelled_positions(rounds: np.ndarray, count: int, player: int):
+    """(observed rounds [count - 1, P] after the start symbol, labels [count]) of one game."""
+    return rounds[: max(count - 1, 0)], rounds[:count, player]
+
+
+# ---- predictors -------------------------------------------------------------------------------
+class Predictor:
+    """Scores of every action (higher is better) for `player` after the context rounds."""
+
+    game_spec = ""
+
+    def scores(self, context: np.ndarray, player: int) -> np.ndarray:
+        raise NotImplementedError
+
+
+def _read_json(path: Path, what: str) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as problem:
+        raise AgentError(f"seq: cannot read {what} {path}: {problem}") from None
+    if not isinstance(data, dict):
+        raise AgentError(f"seq: {path} is not a {what} (no JSON object)")
+    return data
+
+
+class HmmPredictor(Predictor):
+    """A per-seat CategoricalHMM whose hidden state is the player's next action; the ranking is
+    the filtered posterior of the last state (hmmlearn's forward-backward on the prefix)."""
+
+    def __init__(self, path: Path, data: dict[str, Any] | None = None):
+        from hmmlearn.hmm import CategoricalHMM
+
+        data = _read_json(path, "HMM model") if data is None else data
+        try:
+            if data.get("format") != "gridbots-hmm":
+                raise ValueError("format is not gridbots-hmm")
+            self.game_spec = data["metadata"]["gridbots.game"]
+            self.num_actions = int(data["num_actions"])
+            self.symbols = {  # entries 0 and 1 name the unknown and start symbols
+                tuple(int(a) for a in r): i
+                for i, r in enumerate(data["symbols"])
+                if isinstance(r, list)
+            }
+            n_symbols = len(data["symbols"])
+            self.models = {}
+            for seat, params in data["seats"].items():
+                start = np.asarray(params["startprob"], dtype=np.float64)
+                trans = np.asarray(params["transmat"], dtype=np.float64)
+                emit = np.asarray(params["emissionprob"], dtype=np.float64)
+                n = len(start)
+                if trans.shape != (n, n) or emit.shape != (n, n_symbols) or n <= self.num_actions:
+                    raise ValueError(f"seat {seat}: parameter shapes do not agree")
+                model = CategoricalHMM(n_components=n, n_features=n_symbols, init_params="")
+                model.startprob_, model.transmat_, model.emissionprob_ = start, trans, emit
+                model._check()
+                self.models[int(seat)] = model
+            if not self.models:
+                raise ValueError("no seat parameters")
+        except (KeyError, TypeError, ValueError, AttributeError) as problem:
+            raise AgentError(f"seq: {path} is not a valid gridbots HMM: {problem}") from None
+
+    def encode(self, context: np.ndarray) -> np.ndarray:
+        """Symbols of [start, rounds...]: 1 = start, 0 = a round never seen in training."""
+        codes = [1] + [self.symbols.get(tuple(int(a) for a in r), 0) for r in context]
+        return np.asarray(codes, dtype=np.int64)[:, None]
+
+    def model(self, player: int):
+        return self.models.get(player, next(iter(self.models.values())))
+
+    def scores(self, context: np.ndarray, player: int) -> np.ndarray:
+        posterior = self.model(player).predict_proba(self.encode(context))[-1]
+        return np.log(posterior[: self.num_actions] + 1e-300)
+
+    def viterbi_next(self, context: np.ndarray, player: int) -> int:
+        """The Viterbi path's last state: the most likely next action (or num_actions: none)."""
+        _, path = self.model(player).decode(self.encode(context), algorithm="viterbi")
+        return int(path[-1])
+
+
+def crf_features(
+    context: np.ndarray, variant: int, window: int, seat: int, neutral: int
+) -> list[dict[str, float]]:
+    """Per position the features of the observed rounds (the start symbol first), prefixed by
+    the seat so one CRF holds every seat's weights: variant 1 the actions as numbers, variant 2
+    one indicator per (player, action)."""
+    positions: list[dict[str, float]] = []
+    for k in range(len(context) + 1):
+        features = {f"s{seat}|bias": 1.0}
+        for back in range(window):
+            j = k - 1 - back  # the round observed `back` positions earlier
+            if j < -1:
+                break
+            tag = f"s{seat}|{back}"
+            if j == -1:
+                features[f"{tag}:{BOS}"] = 1.0
+                continue
+            for q, a in enumerate(context[j]):
+                if variant == 1:
+                    features[f"{tag}:p{q}"] = float(a)
+                    if a == neutral:
+                        features[f"{tag}:p{q}=n"] = 1.0
+                else:
+                    features[f"{tag}:p{q}={'n' if a == neutral else int(a)}"] = 1.0
+        positions.append(features)
+    return positions
+
+
+def crf_label(action: int, neutral: int) -> str:
+    return "n" if action == neutral else str(int(action))
+
+
+def crf_sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".json")
+
+
+CRF_CHUNKS = (b"FEAT", b"CQDB", b"CQDB", b"LFRF", b"AFRF")
+
+
+def crfsuite_problem(data: bytes) -> str | None:
+    """What is wrong with a CRFsuite model file's layout, or None. CRFsuite trusts its input
+    (a damaged file crashes the process), so the header and chunk table are checked first:
+    magic, total size, model type, and each chunk's tag and extent."""
+    import struct
+
+    if len(data) < 48 or data[:4] != CRF_MAGIC:
+        return "no CRFsuite header"
+    size, kind = struct.unpack_from("<I4s", data, 4)
+    if size != len(data) or kind != b"FOMC":
+        return f"header says {size} bytes of type {kind!r}, the file has {len(data)}"
+    for tag, offset in zip(CRF_CHUNKS, struct.unpack_from("<5I", data, 28), strict=True):
+        if offset + 8 > len(data) or data[offset : offset + 4] != tag:
+            return f"chunk {tag.decode()} missing at offset {offset}"
+        (length,) = struct.unpack_from("<I", data, offset + 4)
+        if offset + length > len(data):
+            return f"chunk {tag.decode()} runs past the end of the file"
+    return None
+
+
+class CrfPredictor(Predictor):
+    """A CRFsuite linear chain; the ranking is the marginal of each label at the last position.
+
+    The sidecar JSON gives the game, variant, window and seats; without one (a registry that
+    kept only the model file) they are read from the model's feature names."""
+
+    def __init__(self, path: Path, game: Game):
+        import pycrfsuite
+
+        problem = crfsuite_problem(path.read_bytes())
+        if problem:
+            raise AgentError(f"seq: {path} is not a CRFsuite model: {problem}")
+        self.tagger = pycrfsuite.Tagger()
+        try:
+            self.tagger.open(str(path))
+        except (OSError, ValueError) as problem:
+            raise AgentError(f"seq: {path} is not a CRFsuite model: {problem}") from None
+        self.labels = set(self.tagger.labels())
+        self.num_actions, self.neutral = game.num_actions, game.neutral_action
+        side_path = crf_sidecar(path)
+        if side_path.is_file():
+            side = _read_json(side_path, "CRF sidecar")
+            try:
+                self.game_spec = side["metadata"]["gridbots.game"]
+                self.variant, self.window = int(side["variant"]), int(side["window"])
+                self.seats = [int(seat) for seat in side["seats"]]
+            except (KeyError, TypeError, ValueError) as problem:
+                raise AgentError(f"seq: {side_path} is not a CRF sidecar: {problem}") from None
+        else:
+            self.variant, self.window, self.seats = self._read_features()
+        if self.variant not in (1, 2) or self.window < 1 or not self.seats:
+            raise AgentError(f"seq: {path}: unusable CRF settings (variant, window, seats)")
+
+    def _read_features(self) -> tuple[int, int, list[int]]:
+        """(variant, window, seats) from attribute names like `s0|1:p1=3` or `s0|0:p1`."""
+        names = list(self.tagger.info().attributes)
+        seats = sorted({int(n[1 : n.index("|")]) for n in names if n[:1] == "s" and "|" in n})
+        backs = [int(n.split("|", 1)[1].split(":", 1)[0]) for n in names if ":" in n]
+        numeric = any(n.rsplit("=", 1)[-1].lstrip("-").isdigit() for n in names if "=" in n)
+        return (2 if numeric else 1), max(backs, default=0) + 1, seats
+
+    def scores(self, context: np.ndarray, player: int) -> np.ndarray:
+        seat = player if player in self.seats else self.seats[0]
+        features = crf_features(context, self.variant, self.window, seat, self.neutral)
+        self.tagger.set(features)
+        last = len(features) - 1
+        out = np.full(self.num_actions, -np.inf)
+        for a in range(self.num_actions):
+            label = crf_label(a, self.neutral)
+            if label in self.labels:
+                out[a] = np.log(self.tagger.marginal(label, last) + 1e-300)
+        return out
+
+
+class OnnxSequencePredictor(Predictor):
+    """An exported recurrent model (models.lstm): input [batch, T, features] of rounds
+    (quantitative: one number per player; qualitative: one-hot blocks), output per step the
+    learning seat's action in the next round: num_actions + 1 scores (class 0 the neutral
+    value, a + 1 action a) or one number (an mse model: the action itself)."""
+
+    def __init__(self, path: Path, game: Game, session: Any = None, meta: dict | None = None):
+        from agents.onnx_eval import open_session
+
+        self.session, meta = (session, meta) if session is not None else open_session(path)
+        self.game_spec = meta.get("gridbots.game", "")
+        self.encoding = meta.get("gridbots.encoding", "qualitative")
+        if self.encoding not in ("quantitative", "qualitative"):
+            raise AgentError(f"seq: {path}: encoding {self.encoding!r} is not a sequence encoding")
+        self.input = self.session.get_inputs()[0]
+        self.output = self.session.get_outputs()[0].name
+        self.game = game
+        length = self.input.shape[1] if len(self.input.shape) == 3 else None
+        self.window = length if isinstance(length, int) and length > 0 else None
+
+    def _encode(self, rounds: np.ndarray) -> np.ndarray:
+        from features.encode import one_hot_actions
+
+        g = self.game
+        if self.encoding == "qualitative":
+            return one_hot_actions(rounds, g.num_actions, g.neutral_action).astype(np.float32)
+        return rounds.astype(np.float32)
+
+    def scores(self, context: np.ndarray, player: int) -> np.ndarray:
+        g = self.game
+        if len(context) == 0:  # trained on inputs from round 0 on: no opinion on round 0
+            return np.zeros(g.num_actions)
+        if self.window and len(context) > self.window:
+            context = context[-self.window :]
+        last = len(context) - 1
+        size = self.window or len(context)
+        padded = np.full((size, g.num_players), g.neutral_action, dtype=np.int64)
+        padded[: len(context)] = context
+        try:
+            out = self.session.run([self.output], {self.input.name: self._encode(padded)[None]})[0]
+            step = np.asarray(out, dtype=np.float64).reshape(size, -1)[last]
+        except Exception as problem:  # onnxruntime raises its own exception types
+            raise AgentError(f"seq: the ONNX sequence model does not run: {problem}") from None
+        if step.size == g.num_actions + 1:
+            return step[1:]
+        if step.size == 1:
+            return -np.abs(step[0] - np.arange(g.num_actions))
+        raise AgentError(f"seq: the ONNX model gives {step.size} values per step, expected "
+                         f"{g.num_actions + 1} (scores) or 1 (an action)")  # fmt: skip
+
+
+def load_predictor(path: str | Path, game: Game) -> Predictor:
+    """The predictor of a model file, its kind told by the file's content."""
+    path = Path(path)
+    if not path.is_file():
+        raise AgentError(f"seq: model file {path} not found")
+    head = path.read_bytes()[:16]
+    if head.startswith(CRF_MAGIC):
+        predictor: Predictor = CrfPredictor(path, game)
+    elif head.lstrip()[:1] == b"{":
+        data = _read_json(path, "model")
+        family = data.get("metadata", {}).get("gridbots.family") if isinstance(data, dict) else 0
+        if family != "hmm":
+            raise AgentError(f"seq: {path} is a JSON file but not an HMM model")
+        predictor = HmmPredictor(path, data)
+    else:
+        predictor = OnnxSequencePredictor(path, game)
+    if predictor.game_spec and predictor.game_spec != game.spec():
+        raise AgentError(f"seq: {path} was trained for {predictor.game_spec}, not {game.spec()}")
+    return predictor
+
+
+# ---- the agent --------------------------------------------------------------------------------
+@generic
+def guarded_moves(s, player, flags, teams, num_players, neutral, lists, states, legal, counts,
+                  joint, out):  # fmt: skip
+    """The moves the guards keep for `player` (the mover unless simultaneous), in lists[1]."""
+    moves, keep = lists[0], lists[1]
+    mover = current_player(s)
+    if mover == SIMULTANEOUS:
+        n = legal_actions(s, player, moves)
+        if n == 0 or flags == 0:
+            keep[:n] = moves[:n]
+            return n
+        return lap_filter(s, player, flags, teams, num_players, neutral, moves, n, keep,
+                          states[0], lists[2], legal, counts, joint, out)  # fmt: skip
+    n = legal_actions(s, mover, moves)
+    if n == 0 or flags == 0:
+        keep[:n] = moves[:n]
+        return n
+    return turn_filter(s, mover, flags, teams, num_players, moves, n, keep, states[0], states[1],
+                       lists[2], out)  # fmt: skip
+
+
+@builder("seq")
+class SeqAgent(Agent):
+    """Guards first, then the model's best-ranked surviving move (ties broken at random)."""
+
+    def __init__(
+        self,
+        game: Game,
+        spec: str,
+        seed: int | None = None,
+        predictor: Predictor | None = None,
+        **options: str,
+    ):
+        super().__init__(game, spec, seed)
+        path = options.pop("model", None) or options.pop("variant", None)
+        guards = options.pop("guards", DEFAULT_GUARDS)
+        if options:
+            raise AgentError(f"seq: unknown option(s) {sorted(options)}; known: model, guards")
+        if predictor is None and not path:
+            raise AgentError("seq: name the model file: seq:model=PATH")
+        self.flags = parse_guards("" if guards == "none" else guards)
+        self.predictor = predictor or load_predictor(path, game)
+        self.teams = np.asarray(game.teams, dtype=np.int64)
+        self._guarded = bind(guarded_moves, game.kernels.search())
+        width, n = max(game.num_actions, 64), game.num_players
+        self._lists = np.empty((3, width), dtype=np.int64)
+        self._buffers = (
+            np.empty((n, width), dtype=np.int64),
+            np.empty(n, dtype=np.int64),
+            np.empty(n, dtype=np.int64),
+            np.zeros(n, dtype=np.float64),
+        )
+
+    def candidates(self, state: State, player: int) -> np.ndarray:
+        """The legal moves the guards keep (all legal moves when a guard would keep none)."""
+        s = state.array
+        states = np.empty((2, s.shape[0]), dtype=np.int64)
+        g = self.game
+        args = (self.flags, self.teams, g.num_players, g.neutral_action)
+        m = self._guarded(s, player, *args, self._lists, states, *self._buffers)
+        return self._lists[1, :m].copy()
+
+    def step(self, state: State, player: int | None = None) -> int:
+        mover = state.current_player()
+        if mover in (CHANCE, TERMINAL):
+            return state.random_action(self.rng, player)
+        player = mover if player is None else int(player)
+        moves = self.candidates(state, player)
+        if len(moves) == 0:
+            return self.game.neutral_action
+        if len(moves) == 1:
+            return int(moves[0])
+        rounds = history_rounds(self.game, state)
+        g = self.game
+        context = decision_context(rounds, player, g.simultaneous, g.neutral_action)
+        scores = np.asarray(self.predictor.scores(context, player), dtype=np.float64)[moves]
+        scores = np.nan_to_num(scores, nan=-np.inf)
+        best = np.flatnonzero(scores == scores.max())
+        return int(moves[best[int(self.rng.integers(len(best)))]])

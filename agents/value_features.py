@@ -1,0 +1,105 @@
+"""Per-state inputs of the value MLP, built the way features.encode builds a dataset's rows.
+
+A value network is only usable by a search if the search can encode the positions it reaches
+exactly as the training data was encoded. Agents may not import models/ (nor TensorFlow), so
+the per-state encoders live here, on the same game hooks features.encode uses:
+
+  board-onehot  the game's `board_codes` of the state; one block of H*W bits per player, the
+                side to move's block first, then the next seats in order, then (games with
+                deadly tiles) a block of -1 tiles
+  count-onehot  the set-cell count of every observation plane seen by the side to move, its
+                number of legal actions and of immediately winning actions, each a one-hot of
+                COUNT_LENGTH bits (counts beyond saturate)
+
+Both return float32 vectors; tests check them against features.encode on generated datasets.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.protocol import Game
+
+ENCODINGS = ("board-onehot", "count-onehot")
+COUNT_LENGTH = 40  # features.encode.COUNT_LENGTH (the one-hot width of one count)
+
+
+def input_size(game: Game, encoding: str) -> int:
+    """Length of the encoded vector of one state."""
+    if encoding == "board-onehot":
+        state = game.new_initial_state(seed=0).array
+        cells = int(np.asarray(game.board_codes(state[None])).size)
+        return cells * (game.num_players + int(bool(game.deadly_tiles)))
+    if encoding == "count-onehot":
+        return (game.observation_shape[0] + 2) * COUNT_LENGTH
+    raise ValueError(f"no per-state encoder for encoding {encoding!r}; known: {ENCODINGS}")
+
+
+class ValueEncoder:
+    """Encodes states of one game for one encoding, reusing its buffers between calls."""
+
+    def __init__(self, game: Game, encoding: str):
+        if encoding not in ENCODINGS:
+            raise ValueError(f"no per-state encoder for encoding {encoding!r}; known: {ENCODINGS}")
+        if encoding == "board-onehot" and game.board_codes is None:
+            raise ValueError(f"{game.name} has no board codes, so no board-onehot encoding")
+        self.game = game
+        self.encoding = encoding
+        self.size = input_size(game, encoding)
+        self._deadly = bool(game.deadly_tiles)
+        if encoding == "count-onehot":
+            from engine.specialise import bind
+            from features.generate.tables import describe_position
+
+            g = game
+            width = max(g.num_actions, 64)
+            self._describe = bind(describe_position, g.kernels.search())
+            self._teams = np.asarray(g.teams, dtype=np.int64)
+            self._mask = np.zeros(g.num_actions, dtype=np.int8)
+            self._lists = np.empty((3, width), dtype=np.int64)
+            self._legal = np.empty((g.num_players, width), dtype=np.int64)
+            self._counts = np.empty((2, g.num_players), dtype=np.int64)
+            self._planes = np.zeros(int(np.prod(g.observation_shape)), dtype=np.float32)
+
+    def __call__(self, s: np.ndarray, player: int) -> np.ndarray:
+        """float32 [size]: the encoding of state array `s` seen by `player` (the side to move)."""
+        return self.batch(np.asarray(s)[None], np.array([player]))[0]
+
+    def batch(self, states: np.ndarray, players: np.ndarray) -> np.ndarray:
+        """float32 [n, size] for state arrays [n, state_size] and their sides to move [n]."""
+        states = np.asarray(states, dtype=np.int64)
+        players = np.asarray(players, dtype=np.int64)
+        if self.encoding == "board-onehot":
+            return self._board(states, players)
+        return np.stack([self._count(s, int(p)) for s, p in zip(states, players, strict=True)])
+
+    def _board(self, states: np.ndarray, players: np.ndarray) -> np.ndarray:
+        n, num_players = len(states), self.game.num_players
+        flat = np.asarray(self.game.board_codes(states)).reshape(n, -1)
+        blocks = [flat == ((players + k) % num_players + 1)[:, None] for k in range(num_players)]
+        if self._deadly:
+            blocks.append(flat == -1)
+        return np.concatenate(blocks, axis=1).astype(np.float32)
+
+    def _count(self, s: np.ndarray, player: int) -> np.ndarray:
+        g = self.game
+        child = np.empty_like(s)
+        won = self._describe(
+            s, player, self._teams, g.num_players, g.neutral_action, self._mask, self._lists,
+            child, self._legal, self._counts,
+        )  # fmt: skip
+        self._planes[:] = 0
+        g.kernels.observation(s, player, self._planes)
+        planes = self._planes.reshape(g.observation_shape[0], -1)
+        raw = np.concatenate(
+            [np.rint(planes.sum(axis=1)).astype(np.int64), [int(self._mask.sum()), int(won)]]
+        )
+        raw = np.clip(raw, 0, COUNT_LENGTH - 1)
+        out = np.zeros((len(raw), COUNT_LENGTH), dtype=np.float32)
+        out[np.arange(len(raw)), raw] = 1.0
+        return out.ravel()
+
+
+def encode_state(game: Game, state_array: np.ndarray, player: int, encoding: str) -> np.ndarray:
+    """One state's value-MLP input (float32 [input_size]); prefer a ValueEncoder in loops."""
+    return ValueEncoder(game, encoding)(state_array, player)

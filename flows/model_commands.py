@@ -1,0 +1,214 @@
+"""`gridbots train | export | promote` and `gridbots bots list | show | promote`.
+
+Thin shells over models.tracking (runs and sweeps on MLflow) and models.registry (versions,
+evidence, the promotion gate). Training already exports: every run logs its ONNX / JSON /
+CRFsuite artifact, so `export RUN_ID` fetches a run's artifact as a plain file (for shipping, or
+for `onnx:PATH` / `seq:model=PATH` specs) and prints its metadata. Bad input (unknown family or
+model, missing alias, wrong encoding, corrupt ONNX) raises ModelError: one stderr line, exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+bots_app = typer.Typer(help="Registered bots: list, show, promote.", no_args_is_help=True)
+GAMES = Annotated[int, typer.Option("--games", min=2, help="Gate games (sides swapped).")]
+SEED = Annotated[int, typer.Option("--seed", help="First scenario seed of the gate.")]
+BASELINE = Annotated[
+    str | None,
+    typer.Option("--baseline", help="Opponent when nothing is in production yet."),
+]
+
+
+def train(
+    game: Annotated[str, typer.Argument(help="Game the dataset was generated from.")],
+    family: Annotated[str, typer.Argument(help="Model family: lstm | hmm | crf | value-mlp.")],
+    data: Annotated[Path, typer.Option("--data", help="Encoded dataset (.npz or .parquet).")],
+    param: Annotated[
+        list[str] | None, typer.Option("--param", help="key=value, repeatable.")
+    ] = None,
+    sweep: Annotated[
+        list[str] | None,
+        typer.Option("--sweep", help="key=v1,v2 (repeatable): one nested run per combination."),
+    ] = None,
+    experiment: Annotated[
+        str | None, typer.Option("--experiment", help="MLflow experiment (default: the game).")
+    ] = None,
+    register: Annotated[
+        bool, typer.Option("--register", help="Register the (best) run as a new version.")
+    ] = False,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Also keep the artifacts in this folder.")
+    ] = None,
+) -> None:
+    """Trains a family on an encoded dataset; every run (and a sweep's parent) goes to MLflow."""
+    from engine import parse_game_spec
+    from models.tracking import parse_assignments
+    from models.tracking import train as run_training
+
+    outcome = run_training(
+        data,
+        family,
+        parse_assignments(param or [], "--param"),
+        sweep or [],
+        experiment,
+        register,
+        out,
+        echo=lambda text: typer.echo(text, err=True),
+        expect_game=parse_game_spec(game).name,
+    )
+    if outcome.parent_run_id:
+        typer.echo(f"sweep run {outcome.parent_run_id}: {len(outcome.runs)} configurations")
+    for run in outcome.runs:
+        mark = "*" if run is outcome.best and outcome.parent_run_id else "-"
+        shown = ", ".join(f"{k}={v:.4g}" for k, v in sorted(run.result.metrics.items()))
+        typer.echo(f"{mark} run {run.run_id}: {shown}")
+    if outcome.parent_run_id:
+        typer.echo(
+            f"best: {outcome.best.run_id} by {outcome.metric} ({outcome.direction}) "
+            f"= {outcome.best.objective:.4g}"
+        )
+    typer.echo(f"model: {outcome.best.model_uri}")
+    if outcome.version:
+        from models.registry import model_name
+
+        name = model_name(outcome.best.dataset["game"], outcome.best.result.family)
+        typer.echo(f"registered {name}/{outcome.version}")
+
+
+def export(
+    run_id: Annotated[str, typer.Argument(help="MLflow run id of a training run.")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for the artifact file.")] = Path(
+        "exports"
+    ),
+) -> None:
+    """Copies a run's exported artifact (training already exported it) and prints its metadata."""
+    from models.tracking import fetch_run_artifact
+
+    path, info = fetch_run_artifact(run_id, out)
+    typer.echo(str(path))
+    for key, value in sorted(info.items()):
+        typer.echo(f"  {key}: {value}")
+
+
+def _print_decision(decision: Any) -> None:
+    verdict = "PROMOTED to @production" if decision.promoted else "rejected"
+    typer.echo(
+        f"{decision.name}/{decision.version} vs {decision.opponent}: "
+        f"{decision.wins}/{decision.draws}/{decision.losses} over {decision.games} games, "
+        f"score {decision.score:.3f} [95% {decision.low:.3f}, {decision.high:.3f}]: {verdict}"
+    )
+    if not decision.promoted:
+        where = f"{decision.name}/{decision.previous}" if decision.previous else "nothing"
+        typer.echo(f"@production stays on {where}")
+
+
+def _gate(name: str, version: str | None, games: int, baseline: str | None, seed: int) -> None:
+    from models.registry import promote_if_better
+
+    _print_decision(promote_if_better(name, version, games=games, baseline=baseline, seed=seed))
+
+
+def promote(
+    game: Annotated[str, typer.Argument(help="Game name.")],
+    family: Annotated[str, typer.Argument(help="Model family.")],
+    version: Annotated[
+        str | None, typer.Option("--version", help="Candidate version (default: the newest).")
+    ] = None,
+    games: GAMES = 40,
+    baseline: BASELINE = None,
+    seed: SEED = 0,
+) -> None:
+    """The promotion gate: the candidate must beat @production (or the baseline) to replace it."""
+    from engine import parse_game_spec
+    from models.base import family as lookup
+    from models.registry import model_name
+
+    lookup(family)  # an unknown family is named as such, not as a missing model
+    _gate(model_name(parse_game_spec(game).name, family), version, games, baseline, seed)
+
+
+@bots_app.command("promote")
+def bots_promote(
+    name: Annotated[str, typer.Argument(help="Registered model, e.g. connect4-lstm.")],
+    version: Annotated[str, typer.Argument(help="Candidate version.")],
+    games: GAMES = 40,
+    baseline: BASELINE = None,
+    seed: SEED = 0,
+) -> None:
+    """The promotion gate for one version of a registered model."""
+    _gate(name, version, games, baseline, seed)
+
+
+def _evidence(tags: dict[str, str]) -> str:
+    keys = ("promotion.decision", "promotion.score", "promotion.interval", "promotion.games")
+    shown = [f"{k.split('.', 1)[1]}={tags[k]}" for k in keys if k in tags]
+    shown += [f"{k}={v}" for k, v in sorted(tags.items()) if k.startswith("eval.")]
+    if tags.get("export.parity_max_abs_diff", "n/a") != "n/a":
+        shown.append(f"parity={tags['export.parity_max_abs_diff']}")
+    return ", ".join(shown)
+
+
+def _table(models: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="gridbots registry")
+    for column in ("model", "version", "aliases", "dataset", "evidence"):
+        table.add_column(column, overflow="fold")
+    for model in models:
+        for v in model["versions"]:
+            table.add_row(
+                model["name"],
+                v["version"],
+                " ".join(f"@{a}" for a in v["aliases"]),
+                v["tags"].get("dataset.sha256", "")[:12],
+                _evidence(v["tags"]),
+            )
+    Console().print(table)
+
+
+@bots_app.command("list")
+def bots_list(as_json: Annotated[bool, typer.Option("--json", help="Machine-readable.")] = False):
+    """Every registered model with its versions, aliases and evidence tags."""
+    from models.registry import list_models
+
+    models = list_models()
+    if as_json:
+        typer.echo(json.dumps(models, indent=2))
+    elif not models:
+        typer.echo("no registered models yet (gridbots train … --register)")
+    else:
+        _table(models)
+
+
+@bots_app.command("show")
+def bots_show(
+    name: Annotated[str, typer.Argument(help="Registered model, e.g. connect4-lstm.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable.")] = False,
+):
+    """One registered model: aliases, and every version's tags in full."""
+    from models.registry import describe
+
+    model = describe(name)
+    if as_json:
+        typer.echo(json.dumps(model, indent=2))
+        return
+    aliases = ", ".join(f"@{a} -> {v}" for a, v in sorted(model["aliases"].items()))
+    typer.echo(f"{model['name']}  aliases: {aliases or 'none'}")
+    for v in model["versions"]:
+        typer.echo(f"\nversion {v['version']} {' '.join('@' + a for a in v['aliases'])}".rstrip())
+        typer.echo(f"  run {v['run_id']}, created {v['created']}, source {v['source']}")
+        for key, value in sorted(v["tags"].items()):
+            typer.echo(f"  {key}: {value}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("train")(train)
+    app.command("export")(export)
+    app.command("promote")(promote)
+    app.add_typer(bots_app, name="bots")

@@ -1,0 +1,79 @@
+"""What every model family provides, so tracking, export, the registry and agents treat them alike.
+
+A family is a module under models/ (see FAMILIES) exposing:
+
+  DEFAULTS: dict                 every hyperparameter with its default (sweeps vary these)
+  ENCODINGS: tuple[str, ...]     the features.encode encodings it trains on
+  train(arrays, meta, params, out_dir, progress=None) -> TrainingResult
+      arrays/meta as returned by features.encode.load; params = DEFAULTS updated by the user;
+      writes the model artifact into out_dir; reports per-epoch metrics through `progress`
+      (a callable(epoch: int, metrics: dict[str, float]) or None)
+
+Artifacts are ONNX (Keras families, exported with a parity check), JSON (HMM) or CRFsuite
+files (CRF): never pickles. Each artifact carries the metadata `artifact_metadata` lists, so
+an agent can tell what it is holding from the file alone.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from engine.protocol import GameError
+
+FAMILIES = {
+    "lstm": "models.lstm",
+    "hmm": "models.hmm",
+    "crf": "models.crf",
+    "value-mlp": "models.value_mlp",
+}
+
+#: artifact kinds and the file suffix each travels as
+ARTIFACT_KINDS = {"onnx": ".onnx", "hmm-json": ".json", "crfsuite": ".crfsuite"}
+
+
+class ModelError(GameError):
+    """A user-facing model problem (wrong encoding, unknown family, corrupt file): exit 2."""
+
+
+@dataclass
+class TrainingResult:
+    family: str  # a FAMILIES key
+    game: str  # game spec
+    encoding: str
+    params: dict[str, Any]
+    artifact: Path  # the exported model file
+    artifact_kind: str  # an ARTIFACT_KINDS key
+    metrics: dict[str, float] = field(default_factory=dict)  # final held-out metrics
+    history: dict[str, list[float]] = field(default_factory=dict)  # per-epoch curves
+    extra_artifacts: list[Path] = field(default_factory=list)  # e.g. parity report
+
+
+def family(name: str) -> ModuleType:
+    """The module of family `name`; ModelError naming the known ones otherwise."""
+    if name not in FAMILIES:
+        raise ModelError(f"unknown model family {name!r}; known: {', '.join(FAMILIES)}")
+    return importlib.import_module(FAMILIES[name])
+
+
+def artifact_metadata(
+    game: str, family_name: str, encoding: str, kind: str, **extra: Any
+) -> dict[str, str]:
+    """The metadata every artifact records (ONNX metadata_props, JSON header, CRF sidecar)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        gridbots_version = version("gridbots")
+    except PackageNotFoundError:
+        gridbots_version = "0+unknown"
+    return {
+        "gridbots.game": game,
+        "gridbots.family": family_name,
+        "gridbots.encoding": encoding,
+        "gridbots.kind": kind,  # what an agent does with it: "sequence" | "value" | "policy-value"
+        "gridbots.version": gridbots_version,
+        **{f"gridbots.{k}": str(v) for k, v in extra.items()},
+    }

@@ -1,0 +1,237 @@
+"""The study's "recurrent architecture": X stacked LSTM layers, Y ∈ {0, 1} dense, then the output.
+
+No encoder-decoder bottleneck: every LSTM layer returns its whole sequence, so the history stays
+available up to the output layer (the study found summarising it into one context vector made
+bots that played illegal and suicidal moves). Training is sequence to sequence on winning
+sequences: rows of `player` (the learning seat) whose outcome > 0, with the input rounds
+0..T-1 and the targets rounds 1..T (features.encode already shifts them), so one game teaches
+every one of its steps.
+
+What the output represents, per step t of the input (rounds 0..t seen):
+  loss `cce`: a softmax over num_actions + 1 classes for the learning seat's action in round
+              t + 1: class 0 is the neutral value (no action: the game is over), class a + 1
+              is action a (the player's block of the qualitative encoding).
+  loss `mse`: one number, that action itself (the neutral value when none); round it to read it.
+Steps past the end of a game are padding: they carry no weight in the loss and are not counted
+by the accuracy. A caveat of the round layout: a round holds every player's action, so the
+learning seat p sees the actions of seats < p in round t + 1 only at step t + 1; for seat 0 of a
+turn-based game (the default) the input at step t holds everything played before its move.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from models.base import ModelError, TrainingResult, artifact_metadata
+from models.export import (
+    checked_params,
+    epoch_reporter,
+    export_keras,
+    keras_outputs,
+    keras_seeded,
+    split_by_game,
+)
+
+ENCODINGS = ("quantitative", "qualitative")
+DEFAULTS: dict[str, Any] = {
+    "layers": 1,  # X: stacked LSTM layers
+    "cells": "96",  # cells per LSTM layer: one number for all, or one per layer as "42-42-2"
+    "dense": 1,  # Y: dense layers between the LSTMs and the output (0 or 1)
+    "dense_units": 64,
+    "activation": "relu",  # of the dense layer
+    "loss": "cce",  # cce (softmax over the learning seat's one-hot block) or mse (its action)
+    "dropout": 0.2,  # LSTM input dropout
+    "batch_size": 20,  # the study's
+    "epochs": 10,
+    "learning_rate": 0.001,
+    "length": 0,  # sequence length (rounds); 0: the encoding's (Connect 4 20, Lazerbike 112)
+    "player": 0,  # the learning seat
+    "holdout": 0.2,  # share of games held out
+    "seed": 0,
+}
+INPUT_NAME = "sequence"
+OUTPUT_NAME = "next_action"
+
+
+def cell_counts(params: dict[str, Any]) -> list[int]:
+    """Cells of each LSTM layer from `layers` and `cells`."""
+    layers = int(params["layers"])
+    try:
+        cells = [int(c) for c in str(params["cells"]).split("-")]
+    except ValueError:
+        raise ModelError(f"lstm: cells={params['cells']!r}: a number or numbers like 42-42-2")
+    if len(cells) == 1:
+        cells *= layers
+    if layers < 1 or len(cells) != layers or min(cells) < 1:
+        raise ModelError(f"lstm: {layers} layer(s) need {layers} positive cell count(s): {cells}")
+    return cells
+
+
+def _check(params: dict[str, Any]) -> None:
+    if params["loss"] not in ("cce", "mse"):
+        raise ModelError(f"lstm: loss={params['loss']!r}; expected cce or mse")
+    if params["dense"] not in (0, 1):
+        raise ModelError(f"lstm: dense={params['dense']} must be 0 or 1 (Y ∈ {{0, 1}})")
+    if not 0.0 <= params["dropout"] < 1.0:
+        raise ModelError(f"lstm: dropout={params['dropout']} must lie in [0, 1)")
+    for key in ("batch_size", "epochs", "dense_units"):
+        if params[key] < 1:
+            raise ModelError(f"lstm: {key}={params[key]} must be at least 1")
+    cell_counts(params)
+
+
+def learner_actions(arrays: dict[str, np.ndarray], meta: dict[str, Any], game, player: int):
+    """The learning seat's target action per round [n, T] (int64) from either encoding."""
+    from features.encode import decode_one_hot_actions
+
+    targets = arrays["targets"]
+    if meta["encoding"] == "qualitative":
+        targets = decode_one_hot_actions(targets, game.num_players, game.num_actions,
+                                         game.neutral_action)  # fmt: skip
+    return targets[..., player].astype(np.int64)
+
+
+def prepare(arrays: dict[str, np.ndarray], meta: dict[str, Any], params: dict[str, Any]):
+    """(game, inputs float32 [n, T, F], learner actions [n, T], step weights [n, T], game ids)
+    of the winning rows of the learning seat."""
+    from engine import parse_game_spec
+
+    if meta.get("encoding") not in ENCODINGS:
+        raise ModelError(
+            f"lstm trains on {' or '.join(ENCODINGS)} encodings, not {meta.get('encoding')!r}"
+        )
+    game = parse_game_spec(meta["game"])
+    player = int(params["player"])
+    if not 0 <= player < game.num_players:
+        raise ModelError(f"lstm: player={player}: {game.name} has seats 0..{game.num_players - 1}")
+    rows = (arrays["player"] == player) & (arrays["outcome"] > 0)
+    if rows.sum() < 2:
+        raise ModelError(f"lstm: only {int(rows.sum())} winning sequence(s) of seat {player}")
+    inputs = arrays["inputs"][rows]
+    if inputs.ndim == 2:
+        inputs = inputs[..., None]
+    length = int(params["length"]) or inputs.shape[1]
+    if not 1 <= length <= inputs.shape[1]:
+        raise ModelError(f"lstm: length={length}; the encoding holds {inputs.shape[1]} rounds")
+    actions = learner_actions({k: v[rows] for k, v in arrays.items()}, meta, game, player)
+    steps = np.arange(length)[None, :]
+    weights = (steps + 1 < arrays["rounds"][rows][:, None]).astype(np.float32)
+    return (
+        game,
+        inputs[:, :length].astype(np.float32),
+        actions[:, :length],
+        weights,
+        arrays["game_id"][rows],
+    )
+
+
+def build(params: dict[str, Any], steps: int, features: int, classes: int, keras: Any):
+    """The recurrent architecture (uncompiled)."""
+    layers = keras.layers
+    inputs = keras.Input((steps, features), name=INPUT_NAME)
+    x = inputs
+    for cells in cell_counts(params):
+        x = layers.LSTM(cells, return_sequences=True, dropout=float(params["dropout"]))(x)
+    if params["dense"]:
+        x = layers.Dense(int(params["dense_units"]), activation=params["activation"])(x)
+    if params["loss"] == "cce":
+        outputs = layers.Dense(classes, activation="softmax", name=OUTPUT_NAME)(x)
+    else:
+        outputs = layers.Dense(1, name=OUTPUT_NAME)(x)
+    return keras.Model(inputs, outputs, name="recurrent")
+
+
+def decode(outputs: np.ndarray, loss: str, neutral: int) -> np.ndarray:
+    """Model outputs [n, T, C] → predicted actions [n, T] (neutral for class 0 / ≈ neutral)."""
+    if loss == "cce":
+        index = outputs.argmax(axis=-1)
+        return np.where(index == 0, neutral, index - 1)
+    return np.rint(outputs[..., 0]).astype(np.int64)
+
+
+def accuracy(predicted: np.ndarray, actions: np.ndarray, weights: np.ndarray, neutral: int):
+    """Share of the learning seat's real actions (not padding, not neutral) predicted."""
+    counted = (weights > 0) & (actions != neutral)
+    return float((predicted[counted] == actions[counted]).mean()) if counted.any() else 0.0
+
+
+def train(
+    arrays: dict[str, np.ndarray],
+    meta: dict[str, Any],
+    params: dict[str, Any],
+    out_dir: str | Path,
+    progress: Any = None,
+) -> TrainingResult:
+    """Trains, reports per-epoch metrics, exports model.onnx (with parity.json) to out_dir."""
+    params = checked_params("lstm", DEFAULTS, params)
+    _check(params)
+    game, inputs, actions, weights, game_id = prepare(arrays, meta, params)
+    neutral = game.neutral_action
+    classes = game.num_actions + 1
+    if params["loss"] == "cce":
+        targets = np.zeros((*actions.shape, classes), dtype=np.float32)
+        index = np.where(actions == neutral, 0, actions + 1)
+        np.put_along_axis(targets, index[..., None], 1.0, axis=-1)
+    else:
+        targets = actions[..., None].astype(np.float32)
+    train_rows, test_rows = split_by_game(game_id, params["holdout"], params["seed"])
+    keras = keras_seeded(params["seed"])
+    model = build(params, inputs.shape[1], inputs.shape[2], classes, keras)
+    loss = "categorical_crossentropy" if params["loss"] == "cce" else "mse"
+    model.compile(optimizer=keras.optimizers.Adam(params["learning_rate"]), loss=loss)
+
+    x_test, a_test, w_test = inputs[test_rows], actions[test_rows], weights[test_rows]
+    # the "majority" baseline: always the seat's most frequent action of the training set
+    played = actions[train_rows][(weights[train_rows] > 0) & (actions[train_rows] != neutral)]
+    common = int(np.bincount(played - played.min()).argmax() + played.min()) if len(played) else 0
+
+    def held_out() -> dict[str, float]:
+        predicted = decode(keras_outputs(model, x_test), params["loss"], neutral)
+        return {"val_accuracy": accuracy(predicted, a_test, w_test, neutral)}
+
+    history: dict[str, list[float]] = {}
+    model.fit(
+        inputs[train_rows],
+        targets[train_rows],
+        sample_weight=weights[train_rows],
+        validation_data=(x_test, targets[test_rows], w_test),
+        batch_size=int(params["batch_size"]),
+        epochs=int(params["epochs"]),
+        shuffle=True,
+        verbose=0,
+        callbacks=[epoch_reporter(keras, held_out, history, progress)],
+    )
+    out_dir = Path(out_dir)
+    metadata = artifact_metadata(
+        meta["game"], "lstm", meta["encoding"], "sequence",
+        player=params["player"], length=inputs.shape[1], loss=params["loss"],
+        features=inputs.shape[2], neutral=neutral, num_actions=game.num_actions,
+        output=("softmax over [neutral, action 0..A-1] of the seat's action in the next round"
+                if params["loss"] == "cce" else "the seat's action in the next round, a number"),
+    )  # fmt: skip
+    report = export_keras(model, out_dir / "model.onnx", x_test, metadata, INPUT_NAME,
+                          OUTPUT_NAME, report_path=out_dir / "parity.json")  # fmt: skip
+    final = {k: v[-1] for k, v in history.items()}
+    counted = (w_test > 0) & (a_test != neutral)
+    metrics = {
+        "held_out_loss": final.get("val_loss", float("nan")),
+        "held_out_accuracy": final.get("val_accuracy", 0.0),
+        "majority_accuracy": float((a_test[counted] == common).mean()) if counted.any() else 0.0,
+        "train_sequences": float(train_rows.sum()),
+        "held_out_sequences": float(test_rows.sum()),
+        "parity_max_abs_diff": report["max_abs_diff"],
+    }
+    return TrainingResult(
+        family="lstm",
+        game=meta["game"],
+        encoding=meta["encoding"],
+        params=params,
+        artifact=out_dir / "model.onnx",
+        artifact_kind="onnx",
+        metrics=metrics,
+        history=history,
+        extra_artifacts=[Path(report["report"])],
+    )

@@ -1,0 +1,330 @@
+"""The bot registry: MLflow registered models `<game>-<family>`, their evidence, the gate.
+
+A version carries its evidence as tags: the run, the dataset hashes, every parameter, the export
+parity and the held-out metrics (`eval.<name>`). Only `promote_if_better` moves the alias
+`production`: the candidate plays the current production version (or, with none yet, a baseline
+agent: `params.yaml` promote.baseline, default `random:guards=win+block`) over seeded scenarios
+with sides swapped (engine.tournament.play_pairing), and is promoted only when the lower end of
+its score's 95% Wilson interval is above 0.5. The decision and its evidence are written as
+version tags either way. Registry stages are never used (deprecated in MLflow).
+
+Versions are fetched as raw artifact files into a local cache (keyed by tracking URI, model,
+version and source, so a rebuilt database never serves a stale file); nothing is unpickled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from models.base import ARTIFACT_KINDS, ModelError
+
+PRODUCTION = "production"
+DEFAULT_BASELINE = "random:guards=win+block"
+DEFAULT_GAMES = 40
+PARAMS_FILE = Path("params.yaml")
+
+
+def model_name(game: str, family_name: str) -> str:
+    """`connect4-lstm`: the game's name (parameters dropped) and the family."""
+    return f"{game.split(':', 1)[0]}-{family_name}"
+
+
+def _client():
+    from models.tracking import client
+
+    return client()
+
+
+def _missing(error: Exception) -> bool:
+    code = getattr(error, "error_code", "")
+    return code in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE", "NOT_FOUND")
+
+
+# ---- registration ------------------------------------------------------------------------------
+def register_run(run: Any, client: Any = None) -> str:
+    """Registers a tracking.TrainedRun's model as a new version; returns the version number."""
+    from mlflow.exceptions import MlflowException
+
+    client = client or _client()
+    result = run.result
+    name = model_name(run.dataset["game"], result.family)
+    try:
+        client.get_registered_model(name)
+    except MlflowException as error:
+        if not _missing(error):
+            raise
+        client.create_registered_model(
+            name,
+            tags={
+                "gridbots.game": run.dataset["game"].split(":", 1)[0],
+                "gridbots.family": result.family,
+            },
+            description=f"{result.family} bots for {run.dataset['game']} (gridbots)",
+        )
+    tags = {
+        "run_id": run.run_id,
+        "game": run.dataset["game"],
+        "family": result.family,
+        "encoding": result.encoding,
+        "artifact.kind": result.artifact_kind,
+        "artifact.file": Path(result.artifact).name,
+        "dataset.path": run.dataset["dataset.path"],
+        "dataset.sha256": run.dataset["dataset.sha256"],
+        "dataset.manifest_hash": run.dataset["dataset.manifest_hash"],
+        "params": json.dumps(run.params, sort_keys=True, default=str),
+        "export.parity_max_abs_diff": run.parity,
+        **{f"eval.{k}": f"{float(v):.10g}" for k, v in result.metrics.items()},
+    }
+    model_id = run.model_uri.split("/", 1)[1] if run.model_uri.startswith("models:/") else None
+    version = client.create_model_version(
+        name, run.model_uri, run_id=run.run_id, tags=tags, model_id=model_id
+    )
+    return str(version.version)
+
+
+# ---- lookups -----------------------------------------------------------------------------------
+def split_ref(text: str) -> tuple[str, str | None, str | None]:
+    """`NAME@ALIAS` | `NAME/VERSION` | `NAME` → (name, alias, version); default alias production."""
+    if "@" in text:
+        name, alias = text.split("@", 1)
+        return name, alias or PRODUCTION, None
+    if "/" in text:
+        name, version = text.rsplit("/", 1)
+        if not version.isdigit():
+            raise ModelError(f"{text!r}: a version is a number (NAME/3)")
+        return name, None, version
+    return text, PRODUCTION, None
+
+
+def _model(client: Any, name: str) -> Any:
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return client.get_registered_model(name)
+    except MlflowException as error:
+        if not _missing(error):
+            raise
+    known = sorted(m.name for m in client.search_registered_models())
+    raise ModelError(
+        f"no registered model {name!r}; known: {', '.join(known) if known else 'none yet'}"
+    )
+
+
+def resolve(name: str, alias: str | None = None, version: str | None = None, client=None) -> Any:
+    """The ModelVersion an alias or a number names; ModelError naming what exists otherwise."""
+    from mlflow.exceptions import MlflowException
+
+    client = client or _client()
+    model = _model(client, name)
+    if version is None:
+        alias = alias or PRODUCTION
+        if alias not in model.aliases:
+            have = ", ".join(f"@{a}" for a in sorted(model.aliases)) or "none"
+            raise ModelError(f"{name} has no alias @{alias} (aliases: {have})")
+        version = str(model.aliases[alias])
+    try:
+        return client.get_model_version(name, str(version))
+    except MlflowException as error:
+        if not _missing(error):
+            raise
+        raise ModelError(f"{name} has no version {version}") from None
+
+
+def _versions(client: Any, name: str) -> list[Any]:
+    found = client.search_model_versions(f"name='{name}'")
+    return sorted(found, key=lambda v: int(v.version))
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("GRIDBOTS_MODEL_CACHE") or Path.home() / ".cache/gridbots/models")
+
+
+def download(version: Any) -> tuple[Path, str]:
+    """(artifact file, kind) of a version, fetched once into the cache (raw files only)."""
+    import mlflow
+
+    from models.tracking import tracking_uri
+
+    key = f"{tracking_uri()}|{version.name}|{version.version}|{version.source}"
+    folder = (
+        cache_root()
+        / version.name
+        / f"{version.version}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+    )
+    if not folder.is_dir():
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".download-", dir=folder.parent))
+        try:
+            mlflow.artifacts.download_artifacts(
+                artifact_uri=f"models:/{version.name}/{version.version}", dst_path=str(staging)
+            )
+            os.replace(staging, folder)
+        except OSError:
+            if not folder.is_dir():  # another process won the rename: theirs is as good
+                raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return artifact_file(folder, version)
+
+
+def artifact_file(folder: Path, version: Any) -> tuple[Path, str]:
+    """The model file inside a downloaded version (never a pickle: those are not looked at)."""
+    kind = (version.tags or {}).get("artifact.kind")
+    wanted = {kind: ARTIFACT_KINDS[kind]} if kind in ARTIFACT_KINDS else ARTIFACT_KINDS
+    for kind_name, suffix in wanted.items():
+        files = sorted(p for p in folder.rglob(f"*{suffix}") if p.is_file())
+        if files:
+            return files[0], kind_name
+    raise ModelError(
+        f"{version.name}/{version.version} holds no model file "
+        f"({', '.join(ARTIFACT_KINDS.values())})"
+    )
+
+
+# ---- listing -----------------------------------------------------------------------------------
+def describe(name: str, client: Any = None) -> dict[str, Any]:
+    """A registered model with its aliases and every version's tags (the evidence)."""
+    client = client or _client()
+    model = _model(client, name)
+    by_version: dict[str, list[str]] = {}
+    for alias, number in model.aliases.items():
+        by_version.setdefault(str(number), []).append(alias)
+    return {
+        "name": model.name,
+        "tags": dict(model.tags or {}),
+        "aliases": {a: str(v) for a, v in model.aliases.items()},
+        "versions": [
+            {
+                "version": str(v.version),
+                "aliases": sorted(by_version.get(str(v.version), [])),
+                "run_id": v.run_id,
+                "source": v.source,
+                "created": time.strftime(
+                    "%Y-%m-%d %H:%M:%S", time.localtime(v.creation_timestamp / 1000)
+                ),
+                "tags": dict(v.tags or {}),
+            }
+            for v in _versions(client, name)
+        ],
+    }
+
+
+def list_models(client: Any = None) -> list[dict[str, Any]]:
+    client = client or _client()
+    names = sorted(m.name for m in client.search_registered_models())
+    return [describe(name, client) for name in names]
+
+
+# ---- promotion ---------------------------------------------------------------------------------
+@dataclass
+class Decision:
+    name: str
+    version: str
+    opponent: str
+    promoted: bool
+    score: float
+    low: float
+    high: float
+    games: int
+    wins: int
+    draws: int
+    losses: int
+    previous: str | None  # the production version before the decision
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def baseline_spec(path: Path = PARAMS_FILE) -> str:
+    """promote.baseline from params.yaml when it says, else the guarded random player."""
+    if path.is_file():
+        import yaml
+
+        try:
+            data = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as error:
+            raise ModelError(f"cannot read {path}: {error}") from None
+        promote = data.get("promote") if isinstance(data, dict) else None
+        if isinstance(promote, dict) and promote.get("baseline"):
+            return str(promote["baseline"])
+    return DEFAULT_BASELINE
+
+
+def promote_if_better(
+    name: str,
+    version: str | None = None,
+    games: int = DEFAULT_GAMES,
+    baseline: str | None = None,
+    seed: int = 0,
+    make_seat: Callable[..., Any] | None = None,
+    on_game: Callable[[dict[str, Any]], None] | None = None,
+    client: Any = None,
+) -> Decision:
+    """Plays the gate and moves `production` only on a win; tags the candidate either way."""
+    from agents import make
+    from engine import parse_game_spec
+    from engine.tournament import MatchConfig, play_pairing, summarize_pairing
+
+    if games < 2:
+        raise ModelError("the promotion gate needs at least 2 games (sides swapped)")
+    client = client or _client()
+    model = _model(client, name)
+    versions = _versions(client, name)
+    if not versions:
+        raise ModelError(f"{name} has no versions to promote")
+    candidate = resolve(name, version=version or versions[-1].version, client=client)
+    previous = model.aliases.get(PRODUCTION)
+    previous = str(previous) if previous is not None else None
+    if previous == str(candidate.version):
+        raise ModelError(f"{name}/{candidate.version} is already @{PRODUCTION}")
+    opponent = f"registry:{name}/{previous}" if previous else (baseline or baseline_spec())
+    game_spec = (candidate.tags or {}).get("game") or (model.tags or {}).get("gridbots.game")
+    if not game_spec:
+        raise ModelError(f"{name}/{candidate.version} has no game tag; cannot play it")
+    game = parse_game_spec(game_spec)
+    spec = f"registry:{name}/{candidate.version}"
+    config = MatchConfig(games=games, seed=seed)
+    rows = play_pairing(game, spec, opponent, config, make_seat=make_seat or make, on_game=on_game)
+    summary = summarize_pairing(rows)
+    promoted = summary["score_low"] > 0.5
+    decision = Decision(
+        name,
+        str(candidate.version),
+        opponent,
+        promoted,
+        summary["score"],
+        summary["score_low"],
+        summary["score_high"],
+        summary["games"],
+        summary["wins"],
+        summary["draws"],
+        summary["losses"],
+        previous,
+    )
+    tags = {
+        "promotion.decision": "promoted" if promoted else "rejected",
+        "promotion.score": f"{decision.score:.4f}",
+        "promotion.interval": f"[{decision.low:.4f}, {decision.high:.4f}]",
+        "promotion.games": str(decision.games),
+        "promotion.wdl": f"{decision.wins}/{decision.draws}/{decision.losses}",
+        "promotion.opponent": opponent,
+        "promotion.seed": str(seed),
+        "promotion.rule": "promoted iff the 95% Wilson lower bound of the score > 0.5",
+        "promotion.time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
+    for key, value in tags.items():
+        client.set_model_version_tag(name, decision.version, key, value)
+    if promoted:
+        client.set_registered_model_alias(name, PRODUCTION, decision.version)
+        if previous:
+            client.set_model_version_tag(name, previous, "promotion.replaced_by", decision.version)
+    return decision

@@ -1,0 +1,498 @@
+"""Training runs on MLflow: one run per configuration, a sweep as a parent with nested runs.
+
+Each run records every parameter, the dataset (path, file hash, the generation manifest's
+content hash when the encoded file carries it), per-epoch metrics as the family reports them
+through its `progress` callback, the final held-out metrics (`final.<name>`), the model artifact
+(ONNX through `mlflow.onnx.log_model` with a signature read from the graph; JSON and CRFsuite
+files as plain artifacts under `model/`) and a training-curve PNG. A sweep's parent run tags the
+best child and the metric that chose it, so `--register` registers the child that earned it.
+
+Tracking URI: $MLFLOW_TRACKING_URI, else `sqlite:///mlflow.db` in the working directory; a
+SQLite store keeps its artifacts in `mlruns/` beside the database file. One experiment per game
+unless told otherwise. MLflow is imported lazily (it takes seconds); no TensorFlow here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import logging
+import math
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from models.base import ARTIFACT_KINDS, ModelError, TrainingResult, family
+
+DEFAULT_URI = "sqlite:///mlflow.db"
+#: objective preferences when a family declares none (`OBJECTIVE = (metric, "min" | "max")`)
+OBJECTIVES = (
+    ("val_loss", "min"),
+    ("val_accuracy", "max"),
+    ("accuracy", "max"),
+    ("log_likelihood", "max"),
+    ("loss", "min"),
+)
+ONNX_REQUIREMENTS = ["onnx", "onnxruntime"]
+
+
+# ---- MLflow setup ------------------------------------------------------------------------------
+def tracking_uri() -> str:
+    return os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+
+
+def artifact_root(uri: str) -> str | None:
+    """`mlruns/` beside a SQLite database (absolute, as a file URI); MLflow's default otherwise."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    database = Path(uri[len("sqlite:///") :])
+    return (database.resolve().parent / "mlruns").as_uri()
+
+
+def client():
+    """An MlflowClient on `tracking_uri()`, with MLflow's chatter and progress bars muted."""
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "1")
+    import mlflow
+
+    for name in ("mlflow", "alembic"):  # after the import: mlflow sets its level on import
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+    uri = tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    return mlflow.MlflowClient(uri)
+
+
+def experiment_id(mlflow_client: Any, name: str) -> str:
+    """The id of experiment `name`, created (artifacts under `artifact_root`) when missing."""
+    found = mlflow_client.get_experiment_by_name(name)
+    if found is not None:
+        if found.lifecycle_stage == "deleted":
+            raise ModelError(f"MLflow experiment {name!r} is deleted; restore it or pick another")
+        return found.experiment_id
+    return mlflow_client.create_experiment(name, artifact_location=artifact_root(tracking_uri()))
+
+
+# ---- parameters and sweeps ---------------------------------------------------------------------
+def parse_assignments(items: Sequence[str], flag: str) -> dict[str, str]:
+    """`key=value` strings → dict (a repeated key is an error: it would hide a typo)."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise ModelError(f"{flag} {item!r}: expected key=value")
+        if key in out:
+            raise ModelError(f"{flag}: {key!r} given twice")
+        out[key] = value.strip()
+    return out
+
+
+def sweep_grid(items: Sequence[str]) -> list[dict[str, str]]:
+    """`key=v1,v2 …` → the cartesian product, one dict per configuration (in the given order)."""
+    axes = parse_assignments(items, "--sweep")
+    values = {}
+    for key, text in axes.items():
+        values[key] = [v.strip() for v in text.split(",") if v.strip()]
+        if not values[key]:
+            raise ModelError(f"--sweep {key}=: no values")
+    keys = list(values)
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values.values())]
+
+
+def coerce(family_name: str, defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """DEFAULTS updated by `given`, strings read as the default's type; unknown keys refused."""
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise ModelError(
+            f"{family_name}: unknown parameter(s) {unknown}; known: {', '.join(sorted(defaults))}"
+        )
+    params = dict(defaults)
+    for key, value in given.items():
+        default = defaults[key]
+        if not isinstance(value, str) or default is None or isinstance(default, str):
+            params[key] = value
+            continue
+        try:
+            if isinstance(default, bool):
+                params[key] = {"true": True, "1": True, "false": False, "0": False}[value.lower()]
+            elif isinstance(default, list | tuple):
+                params[key] = type(default)(json.loads(value if "[" in value else f"[{value}]"))
+            else:
+                params[key] = type(default)(value)
+        except (KeyError, TypeError, ValueError):
+            raise ModelError(
+                f"{family_name}: {key}={value!r} must be {type(default).__name__}"
+            ) from None
+    return params
+
+
+def objective(module: Any, metrics: dict[str, float]) -> tuple[str, str]:
+    """(metric, "min" | "max") that ranks a sweep: the family's OBJECTIVE, else OBJECTIVES."""
+    declared = getattr(module, "OBJECTIVE", None)
+    if declared:
+        return declared[0], declared[1]
+    for name, direction in OBJECTIVES:
+        if name in metrics:
+            return name, direction
+    if not metrics:
+        raise ModelError("the family reported no metrics; cannot rank a sweep")
+    name = sorted(metrics)[0]
+    return name, "min" if "loss" in name or "error" in name else "max"
+
+
+# ---- datasets ----------------------------------------------------------------------------------
+def file_hash(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def load_dataset(path: Path, module: Any, family_name: str) -> tuple[dict, dict, dict[str, str]]:
+    """(arrays, meta, dataset description) of an encoded file the family can train on."""
+    from features.encode import load
+
+    if not path.is_file():
+        raise ModelError(f"no encoded dataset at {path} (make one with gridbots encode)")
+    try:
+        arrays, meta = load(path)
+    except Exception as error:  # zip, JSON, Arrow errors: all mean "not a gridbots encoding"
+        raise ModelError(f"cannot read encoded dataset {path}: {error}") from None
+    encoding = str(meta.get("encoding", "?"))
+    accepted = tuple(getattr(module, "ENCODINGS", ()))
+    if encoding not in accepted:
+        raise ModelError(
+            f"{family_name} trains on {', '.join(accepted)} encodings; {path} holds {encoding!r}"
+        )
+    manifest_hash = meta.get("manifest_hash") or meta.get("content_hash")
+    info = {
+        "dataset.path": str(path.resolve()),
+        "dataset.sha256": file_hash(path),
+        "dataset.manifest_hash": str(manifest_hash or "unrecorded"),
+        "dataset.encoding": encoding,
+        "dataset.rows": str(meta.get("rows", "?")),
+        "game": str(meta.get("game", "?")),
+    }
+    return arrays, meta, info
+
+
+# ---- runs --------------------------------------------------------------------------------------
+@dataclass
+class TrainedRun:
+    run_id: str
+    params: dict[str, Any]
+    result: TrainingResult
+    model_uri: str  # what a registered version points at
+    dataset: dict[str, str]
+    parity: str = "n/a"  # export parity (max abs diff) the family reported
+    objective: float | None = None
+
+
+@dataclass
+class TrainOutcome:
+    experiment_id: str
+    runs: list[TrainedRun]
+    best: TrainedRun
+    metric: str
+    direction: str
+    parent_run_id: str | None = None
+    version: str | None = None  # registered version, with --register
+    notes: list[str] = field(default_factory=list)
+
+
+def onnx_signature(proto: Any):
+    """A tensor ModelSignature from the graph's named inputs and outputs (dynamic dims as -1)."""
+    import numpy as np
+    from mlflow.models import ModelSignature
+    from mlflow.types import Schema, TensorSpec
+    from onnx import helper
+
+    def specs(values, skip=frozenset()):
+        out = []
+        for value in values:
+            if value.name in skip:
+                continue
+            tensor = value.type.tensor_type
+            dims = tuple(d.dim_value if d.dim_value > 0 else -1 for d in tensor.shape.dim)
+            dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.elem_type))
+            out.append(TensorSpec(dtype, dims or (-1,), value.name))
+        return Schema(out)
+
+    weights = {init.name for init in proto.graph.initializer}
+    return ModelSignature(
+        inputs=specs(proto.graph.input, weights), outputs=specs(proto.graph.output)
+    )
+
+
+def read_onnx(path: Path) -> Any:
+    """The ModelProto of an exported artifact; ModelError when the file is not valid ONNX."""
+    import onnx
+
+    try:
+        proto = onnx.load(str(path))
+        onnx.checker.check_model(proto)
+    except Exception as error:  # DecodeError, ValidationError, OSError
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ModelError(f"corrupt ONNX file {path}: {first}") from None
+    return proto
+
+
+def log_artifact(result: TrainingResult) -> tuple[str, dict[str, str]]:
+    """Logs the model into the active run; (model URI to register, artifact tags)."""
+    import mlflow
+
+    path = Path(result.artifact)
+    if result.artifact_kind not in ARTIFACT_KINDS:
+        raise ModelError(f"unknown artifact kind {result.artifact_kind!r}")
+    if not path.is_file():
+        raise ModelError(f"the family wrote no artifact at {path}")
+    tags = {"artifact.kind": result.artifact_kind, "artifact.file": path.name}
+    if result.artifact_kind == "onnx":
+        proto = read_onnx(path)
+        tags.update({f"artifact.{e.key}": e.value for e in proto.metadata_props})
+        info = mlflow.onnx.log_model(
+            proto,
+            name="model",
+            signature=onnx_signature(proto),
+            pip_requirements=ONNX_REQUIREMENTS,
+            save_as_external_data=False,
+        )
+        return info.model_uri, tags
+    mlflow.log_artifact(str(path), artifact_path="model")
+    return f"runs:/{mlflow.active_run().info.run_id}/model", tags
+
+
+def curve_png(history: dict[str, list[float]], final: dict[str, float], path: Path, title: str):
+    """Per-epoch curves (one panel per metric family: losses, the rest); final bars when none."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = {k: v for k, v in history.items() if v}
+    figure, axes = plt.subplots(figsize=(6, 4))
+    if series:
+        for name, values in sorted(series.items()):
+            axes.plot(range(1, len(values) + 1), values, marker="o", markersize=3, label=name)
+        axes.set_xlabel("epoch")
+        axes.legend(fontsize=7)
+    else:  # single-pass estimators (HMM, CRF without iterations) have no curve
+        names = sorted(final)
+        axes.bar(range(len(names)), [final[n] for n in names])
+        axes.set_xticks(range(len(names)), names, rotation=20, ha="right", fontsize=7)
+        axes.set_ylabel("final value")
+    axes.set_title(title, fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path, dpi=90)
+    plt.close(figure)
+
+
+def parity_of(result: TrainingResult) -> str:
+    """The export parity (max abs diff) a family reported, as text; `n/a` for non-Keras files."""
+    for key, value in result.metrics.items():
+        if "parity" in key:
+            return f"{float(value):.3g}"
+    for extra in result.extra_artifacts:
+        if str(extra).endswith("parity.json") and Path(extra).is_file():
+            try:
+                report = json.loads(Path(extra).read_text())
+                return f"{float(report['max_abs_diff']):.3g}"
+            except (ValueError, KeyError, TypeError):
+                return "unreadable report"
+    return "n/a"
+
+
+def _run_one(
+    module: Any,
+    family_name: str,
+    arrays: dict,
+    meta: dict,
+    params: dict[str, Any],
+    dataset: dict[str, str],
+    out_dir: Path,
+) -> TrainedRun:
+    """Trains inside the active MLflow run and logs everything about it."""
+    import mlflow
+
+    run_id = mlflow.active_run().info.run_id
+    mlflow.log_params(
+        {k: json.dumps(v) if not isinstance(v, str) else v for k, v in params.items()}
+    )
+    mlflow.log_params({**dataset, "family": family_name})
+    mlflow.set_tags({"gridbots.family": family_name, "gridbots.game": dataset["game"]})
+    curves: dict[str, list[float]] = {}
+
+    def progress(epoch: int, metrics: dict[str, float]) -> None:
+        clean = {k: float(v) for k, v in metrics.items() if math.isfinite(float(v))}
+        for key, value in clean.items():
+            curves.setdefault(key, []).append(value)
+        mlflow.log_metrics(clean, step=int(epoch))
+
+    result = module.train(arrays, meta, params, out_dir, progress)
+    if not isinstance(result, TrainingResult):
+        raise ModelError(f"{family_name}.train returned {type(result).__name__}, not a result")
+    history = curves or {k: list(v) for k, v in result.history.items()}
+    if not curves:  # the family kept its curves without reporting them: log them now
+        for key, values in history.items():
+            for step, value in enumerate(values):
+                mlflow.log_metric(key, float(value), step=step)
+    finals = {k: float(v) for k, v in result.metrics.items()}
+    mlflow.log_metrics({f"final.{k}": v for k, v in finals.items() if math.isfinite(v)})
+    model_uri, tags = log_artifact(result)
+    parity = parity_of(result)  # now: the report lives in a scratch folder
+    tags.update({"gridbots.model_uri": model_uri, "export.parity_max_abs_diff": parity})
+    mlflow.set_tags(tags)
+    for extra in result.extra_artifacts:
+        if Path(extra).is_file():
+            mlflow.log_artifact(str(extra), artifact_path="extra")
+    png = out_dir / "training_curve.png"
+    curve_png(history, finals, png, f"{family_name} on {dataset['game']} ({run_id[:8]})")
+    mlflow.log_artifact(str(png), artifact_path="plots")
+    return TrainedRun(run_id, params, result, model_uri, dataset, parity)
+
+
+def _label(config: dict[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in config.items()) or "defaults"
+
+
+def train(
+    data: Path,
+    family_name: str,
+    params: dict[str, str] | None = None,
+    sweep: Sequence[str] = (),
+    experiment: str | None = None,
+    register: bool = False,
+    out_dir: Path | None = None,
+    echo: Callable[[str], None] | None = None,
+    expect_game: str | None = None,
+) -> TrainOutcome:
+    """Trains one configuration (or a sweep's grid) on an encoded file, logged to MLflow.
+
+    `expect_game` (a game name) guards against training on another game's dataset."""
+    module = family(family_name)
+    given = dict(params or {})
+    grid = sweep_grid(sweep) if sweep else [{}]
+    clash = sorted(set(given) & set(grid[0]))
+    if clash:
+        raise ModelError(f"{clash} given both as --param and --sweep")
+    configs = [coerce(family_name, module.DEFAULTS, {**given, **g}) for g in grid]
+    arrays, meta, dataset = load_dataset(Path(data), module, family_name)
+    from engine import parse_game_spec
+
+    game_name = parse_game_spec(dataset["game"]).name
+    if expect_game and expect_game != game_name:
+        raise ModelError(f"{data} holds {game_name} data, not {expect_game}")
+    import mlflow
+
+    mlflow_client = client()
+    exp_id = experiment_id(mlflow_client, experiment or game_name)
+    say = echo or (lambda _text: None)
+    runs: list[TrainedRun] = []
+    with tempfile.TemporaryDirectory(prefix="gridbots-train-") as scratch:
+        base = Path(out_dir) if out_dir else Path(scratch)
+        if not sweep:
+            with mlflow.start_run(experiment_id=exp_id, run_name=f"{game_name}-{family_name}"):
+                base.mkdir(parents=True, exist_ok=True)
+                runs.append(_run_one(module, family_name, arrays, meta, configs[0], dataset, base))
+            best = runs[0]
+            metric, direction = objective(module, best.result.metrics)
+            best.objective = best.result.metrics.get(metric)
+            outcome = TrainOutcome(exp_id, runs, best, metric, direction)
+        else:
+            name = f"{game_name}-{family_name}-sweep"
+            with mlflow.start_run(experiment_id=exp_id, run_name=name) as parent:
+                mlflow.log_params({**dataset, "family": family_name})
+                mlflow.set_tags(
+                    {"gridbots.sweep": json.dumps(list(sweep)), "gridbots.size": len(grid)}
+                )
+                for index, (config, params_i) in enumerate(zip(grid, configs, strict=True)):
+                    say(f"[{index + 1}/{len(grid)}] {_label(config)}")
+                    child_dir = base / f"config-{index:03d}"
+                    child_dir.mkdir(parents=True, exist_ok=True)
+                    with mlflow.start_run(
+                        experiment_id=exp_id, run_name=_label(config), nested=True
+                    ):
+                        mlflow.set_tag("gridbots.sweep_config", _label(config))
+                        runs.append(
+                            _run_one(
+                                module, family_name, arrays, meta, params_i, dataset, child_dir
+                            )
+                        )
+                metric, direction = objective(module, runs[0].result.metrics)
+                best = _choose_best(runs, metric, direction)
+                mlflow.set_tags(
+                    {
+                        "best.run_id": best.run_id,
+                        "best.metric": metric,
+                        "best.direction": direction,
+                        "best.value": str(best.objective),
+                        "best.config": _label(grid[runs.index(best)]),
+                    }
+                )
+                if best.objective is not None and math.isfinite(best.objective):
+                    mlflow.log_metric(f"best.{metric}", best.objective)
+            outcome = TrainOutcome(exp_id, runs, best, metric, direction, parent.info.run_id)
+    if register:
+        from models.registry import register_run
+
+        outcome.version = register_run(best, mlflow_client)
+    return outcome
+
+
+def _choose_best(runs: list[TrainedRun], metric: str, direction: str) -> TrainedRun:
+    """The run with the best final `metric` (runs without it never win)."""
+    sign = 1.0 if direction == "min" else -1.0
+    for run in runs:
+        value = run.result.metrics.get(metric)
+        run.objective = float(value) if value is not None else None
+    ranked = [r for r in runs if r.objective is not None and math.isfinite(r.objective)]
+    if not ranked:
+        raise ModelError(f"no run of the sweep reported {metric!r}; cannot choose the best")
+    return min(ranked, key=lambda r: sign * r.objective)
+
+
+def fetch_run_artifact(run_id: str, out: Path) -> tuple[Path, dict[str, str]]:
+    """Copies a training run's model file (a sweep's: its best child's) to OUT/RUN_ID/; returns
+    the file and what the run recorded about it (kind, metadata, parity, model URI)."""
+    import shutil
+
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    mlflow_client = client()
+    try:
+        run = mlflow_client.get_run(run_id)
+    except MlflowException:
+        raise ModelError(f"no MLflow run {run_id!r} at {tracking_uri()}") from None
+    tags = run.data.tags
+    if "gridbots.model_uri" not in tags and tags.get("best.run_id"):
+        run = mlflow_client.get_run(tags["best.run_id"])
+        tags = run.data.tags
+    if "gridbots.model_uri" not in tags:
+        raise ModelError(f"run {run_id} logged no gridbots model")
+    kind = tags.get("artifact.kind", "onnx")
+    target = Path(out) / run.info.run_id
+    with tempfile.TemporaryDirectory(prefix="gridbots-export-") as scratch:
+        folder = Path(
+            mlflow.artifacts.download_artifacts(
+                artifact_uri=tags["gridbots.model_uri"], dst_path=scratch
+            )
+        )
+        found = sorted(folder.rglob(f"*{ARTIFACT_KINDS[kind]}"))
+        if not found:
+            raise ModelError(f"run {run.info.run_id} holds no {ARTIFACT_KINDS[kind]} file")
+        target.mkdir(parents=True, exist_ok=True)
+        name = tags.get("artifact.file") or found[0].name
+        path = target / name
+        shutil.copyfile(found[0], path)
+    if kind == "onnx":
+        read_onnx(path)  # a corrupt file is named here, not where it is next used
+    info = {k: v for k, v in tags.items() if k.startswith(("artifact.", "export.", "gridbots."))}
+    info["run_id"] = run.info.run_id
+    return path, info

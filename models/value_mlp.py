@@ -1,0 +1,158 @@
+"""Value MLP: a position's one-hot encoding → the probability that the side to move wins.
+
+The Prismata-style state evaluator (references/004): D dense ReLU layers of width W on a board
+one-hot or count one-hot input, one sigmoid output, Adam. Labels come from AI-vs-AI games: each
+recorded position gets its game's final result for the side to move (outcome > 0 → 1, < 0 → 0,
+a draw 0.5, a soft label binary cross-entropy handles). Games are split whole between training
+and held-out data, since positions of one game are near-copies. Search agents use the exported
+ONNX model through agents.value_features, which encodes a single state exactly as the dataset
+encoder did (the metadata names the encoding and that encoder).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from models.base import ModelError, TrainingResult, artifact_metadata
+from models.export import (
+    checked_params,
+    epoch_reporter,
+    export_keras,
+    keras_outputs,
+    keras_seeded,
+    split_by_game,
+)
+
+ENCODINGS = ("board-onehot", "count-onehot")
+#: the array each encoding's features live in (features.encode)
+FEATURE_ARRAY = {"board-onehot": "board", "count-onehot": "counts"}
+DEFAULTS: dict[str, Any] = {
+    "layers": 2,  # D dense ReLU layers
+    "width": 128,  # W units each (the study's grid: 2x64 .. 2x1024, 3x1024)
+    "epochs": 10,
+    "batch_size": 64,
+    "learning_rate": 0.001,
+    "dropout": 0.0,  # after each hidden layer
+    "holdout": 0.2,  # share of games held out
+    "seed": 0,
+}
+GRID = ((2, 64), (2, 128), (2, 256), (2, 512), (2, 1024), (3, 1024))
+INPUT_NAME = "position"
+OUTPUT_NAME = "win_probability"
+ENCODER = "agents.value_features.encode_state"
+
+
+def labels(outcome: np.ndarray) -> np.ndarray:
+    """Soft targets of the side to move: win 1, loss 0, draw 0.5."""
+    outcome = np.asarray(outcome, dtype=np.float32)
+    return np.where(outcome > 0, 1.0, np.where(outcome < 0, 0.0, 0.5)).astype(np.float32)
+
+
+def build(params: dict[str, Any], size: int, keras: Any):
+    """D x W ReLU layers and a sigmoid (uncompiled)."""
+    inputs = keras.Input((size,), name=INPUT_NAME)
+    x = inputs
+    for _ in range(int(params["layers"])):
+        x = keras.layers.Dense(int(params["width"]), activation="relu")(x)
+        if params["dropout"]:
+            x = keras.layers.Dropout(float(params["dropout"]))(x)
+    outputs = keras.layers.Dense(1, activation="sigmoid", name=OUTPUT_NAME)(x)
+    return keras.Model(inputs, outputs, name="value_mlp")
+
+
+def scores(probability: np.ndarray, target: np.ndarray) -> dict[str, float]:
+    """Accuracy on decisive positions (p > 0.5 ⇔ win), Brier score on all of them."""
+    probability = np.asarray(probability, dtype=np.float64).ravel()
+    decisive = target != 0.5
+    hits = (probability[decisive] > 0.5) == (target[decisive] == 1.0)
+    return {
+        "val_accuracy": float(hits.mean()) if decisive.any() else 0.0,
+        "val_brier": float(np.mean((probability - target) ** 2)) if len(target) else 0.0,
+    }
+
+
+def _check(params: dict[str, Any]) -> None:
+    for key in ("layers", "width", "epochs", "batch_size"):
+        if params[key] < 1:
+            raise ModelError(f"value-mlp: {key}={params[key]} must be at least 1")
+    if not 0.0 <= params["dropout"] < 1.0:
+        raise ModelError(f"value-mlp: dropout={params['dropout']} must lie in [0, 1)")
+
+
+def train(
+    arrays: dict[str, np.ndarray],
+    meta: dict[str, Any],
+    params: dict[str, Any],
+    out_dir: str | Path,
+    progress: Any = None,
+) -> TrainingResult:
+    """Trains, reports per-epoch metrics, exports model.onnx (with parity.json) to out_dir."""
+    params = checked_params("value-mlp", DEFAULTS, params)
+    _check(params)
+    encoding = meta.get("encoding")
+    if encoding not in ENCODINGS:
+        raise ModelError(
+            f"value-mlp trains on {' or '.join(ENCODINGS)} encodings, not {encoding!r}"
+        )
+    inputs = np.asarray(arrays[FEATURE_ARRAY[encoding]], dtype=np.float32)
+    inputs = inputs.reshape(len(inputs), -1)
+    target = labels(arrays["outcome"])
+    train_rows, test_rows = split_by_game(arrays["game_id"], params["holdout"], params["seed"])
+    keras = keras_seeded(params["seed"])
+    model = build(params, inputs.shape[1], keras)
+    model.compile(optimizer=keras.optimizers.Adam(params["learning_rate"]),
+                  loss="binary_crossentropy")  # fmt: skip
+    x_test, y_test = inputs[test_rows], target[test_rows]
+    history: dict[str, list[float]] = {}
+    model.fit(
+        inputs[train_rows],
+        target[train_rows, None],
+        validation_data=(x_test, y_test[:, None]),
+        batch_size=int(params["batch_size"]),
+        epochs=int(params["epochs"]),
+        shuffle=True,
+        verbose=0,
+        callbacks=[
+            epoch_reporter(
+                keras, lambda: scores(keras_outputs(model, x_test), y_test), history, progress
+            )  # fmt: skip
+        ],
+    )
+    out_dir = Path(out_dir)
+    metadata = artifact_metadata(
+        meta["game"], "value-mlp", encoding, "value",
+        input_size=inputs.shape[1], layers=params["layers"], width=params["width"],
+        encoder=ENCODER, count_length=40,
+        output="probability that the side to move wins (draws count half)",
+    )  # fmt: skip
+    report = export_keras(model, out_dir / "model.onnx", x_test, metadata, INPUT_NAME,
+                          OUTPUT_NAME, report_path=out_dir / "parity.json")  # fmt: skip
+    final = {k: v[-1] for k, v in history.items()}
+    decisive = y_test != 0.5
+    majority = float(target[train_rows].mean() >= 0.5)
+    metrics = {
+        "held_out_loss": final.get("val_loss", float("nan")),
+        "held_out_accuracy": final.get("val_accuracy", 0.0),
+        "held_out_brier": final.get("val_brier", float("nan")),
+        "majority_accuracy": float((y_test[decisive] == majority).mean())
+        if decisive.any()
+        else 0.0,
+        "held_out_draw_share": float((~decisive).mean()) if len(y_test) else 0.0,
+        "train_positions": float(train_rows.sum()),
+        "held_out_positions": float(test_rows.sum()),
+        "parity_max_abs_diff": report["max_abs_diff"],
+    }
+    return TrainingResult(
+        family="value-mlp",
+        game=meta["game"],
+        encoding=encoding,
+        params=params,
+        artifact=out_dir / "model.onnx",
+        artifact_kind="onnx",
+        metrics=metrics,
+        history=history,
+        extra_artifacts=[Path(report["report"])],
+    )

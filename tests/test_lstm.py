@@ -1,0 +1,135 @@
+"""LSTM family: it imitates a deterministic bot far above chance, and its ONNX file means what
+the metadata says (output at step t = the learning seat's action in round t + 1).
+
+The bot is `alphabeta:depth=2` (seat 0, deterministic) against `random`; its moves are spread
+over the columns (the most frequent one is about a quarter of them), so beating three times
+chance (3/7) and twice the majority baseline needs the history, not a favourite column.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from agents.onnx_runtime import session  # noqa: E402
+from engine import load_game  # noqa: E402
+from features import encode as enc  # noqa: E402
+from features.store import generate_dataset, load_dataset  # noqa: E402
+from models import lstm  # noqa: E402
+from models.base import ModelError, family  # noqa: E402
+
+BOT = "alphabeta:depth=2,random"
+FAST = {"cells": 32, "dense_units": 32, "batch_size": 32, "learning_rate": 0.01}
+
+
+def imitation_sequences(root, games: int, seed: int):
+    options = {"x": games, "w": 0.0, "y": 1, "agents": BOT}
+    generate_dataset(root, "connect4", "imitation", options, seed=seed)
+    return load_dataset(root, "sequences")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lstm")
+    c4 = load_game("connect4")
+    arrays = enc.qualitative(imitation_sequences(root / "data", 400, seed=1), c4)
+    seen = []
+    result = lstm.train(
+        arrays, {"encoding": "qualitative", "game": "connect4"}, {**FAST, "epochs": 12},
+        root / "model", progress=lambda epoch, metrics: seen.append((epoch, metrics)),
+    )  # fmt: skip
+    return root, result, seen
+
+
+def test_learns_the_bots_moves_far_above_chance(trained):
+    _, result, seen = trained
+    m = result.metrics
+    assert m["held_out_accuracy"] > 3 / 7, m  # three times a uniform pick among 7 columns
+    assert m["held_out_accuracy"] > 2 * m["majority_accuracy"], m
+    assert [e for e, _ in seen] == list(range(12))
+    assert {"loss", "val_loss", "val_accuracy"} <= set(seen[0][1])
+    assert result.history["loss"][-1] < result.history["loss"][0]
+    assert m["train_sequences"] + m["held_out_sequences"] > 300  # seat 0 wins almost every game
+
+
+def test_onnx_file_predicts_fresh_games(trained, tmp_path):
+    """New games (another seed) through onnxruntime only: the contract agents rely on."""
+    root, result, _ = trained
+    c4 = load_game("connect4")
+    assert result.artifact.is_file() and result.metrics["parity_max_abs_diff"] <= 1e-4
+    runner = session(result.artifact)
+    meta = runner.get_modelmeta().custom_metadata_map
+    assert meta["gridbots.kind"] == "sequence" and meta["gridbots.player"] == "0"
+    assert meta["gridbots.length"] == "20" and meta["gridbots.encoding"] == "qualitative"
+
+    fresh = enc.quantitative(imitation_sequences(tmp_path / "fresh", 60, seed=7), c4)
+    rows = (fresh["player"] == 0) & (fresh["outcome"] > 0)
+    bits = enc.one_hot_actions(fresh["inputs"][rows], c4.num_actions, -1).astype(np.float32)
+    probs = runner.run(["next_action"], {"sequence": bits})[0]
+    assert probs.shape == (rows.sum(), 20, 8)
+    predicted = probs.argmax(axis=-1) - 1  # class 0 is the neutral value, class a + 1 action a
+    truth = fresh["targets"][rows][:, :, 0]
+    played = truth >= 0
+    assert (predicted[played] == truth[played]).mean() > 3 / 7
+
+
+def test_mse_on_quantitative_inputs_exports_one_number_per_step(trained, tmp_path):
+    c4 = load_game("connect4")
+    arrays = enc.quantitative(load_dataset(trained[0] / "data", "sequences"), c4)
+    arrays = {key: values[:120] for key, values in arrays.items()}
+    params = {**FAST, "epochs": 2, "loss": "mse", "dense": 0, "layers": 2, "cells": "8-4"}
+    meta = {"encoding": "quantitative", "game": "connect4"}
+    result = lstm.train(arrays, meta, params, tmp_path / "model")
+    runner = session(result.artifact)
+    assert runner.get_inputs()[0].shape == ["batch", 20, 2]
+    assert runner.get_outputs()[0].shape[1:] == [20, 1]
+    assert runner.get_modelmeta().custom_metadata_map["gridbots.loss"] == "mse"
+    assert result.metrics["parity_max_abs_diff"] <= 1e-4
+    assert set(result.history) >= {"loss", "val_loss", "val_accuracy"}
+
+
+def test_step_weights_ignore_padding():
+    import pyarrow as pa
+
+    from features.schema import SEQUENCES
+
+    c4 = load_game("connect4")
+    # seat 0 wins after 4 plies of its own: rounds [3,2] [3,2] [3,2] [3,-1]
+    row = {"game_id": 0, "player": 0, "num_players": 2, "length": 7, "outcome": 1.0,
+           "actions": [3, -1, -1, 2] * 3 + [3, -1]}  # fmt: skip
+    table = pa.Table.from_pylist([row, row], schema=SEQUENCES)
+    arrays = enc.quantitative(table, c4)
+    arrays["game_id"] = np.array([0, 1])
+    _, inputs, actions, weights, _ = lstm.prepare(arrays, {"encoding": "quantitative",
+                                                           "game": "connect4"}, lstm.DEFAULTS)  # fmt: skip
+    assert inputs.shape == (2, 20, 2)
+    assert weights[0].tolist() == [1, 1, 1] + [0] * 17  # rounds 1..3 are the targets
+    assert actions[0, :4].tolist() == [3, 3, 3, -1]
+    assert lstm.accuracy(np.full((2, 20), 3), actions, weights, -1) == 1.0
+
+
+@pytest.mark.parametrize(
+    "params, meta, message",
+    [
+        ({}, {"encoding": "board-onehot", "game": "connect4"}, "quantitative or qualitative"),
+        ({"player": 2}, {"encoding": "quantitative", "game": "connect4"}, "seats"),
+        ({"layers": 2, "cells": "8-8-8"}, {"encoding": "quantitative", "game": "connect4"}, "2"),
+        ({"dense": 2}, {"encoding": "quantitative", "game": "connect4"}, "0 or 1"),
+        ({"loss": "hinge"}, {"encoding": "quantitative", "game": "connect4"}, "cce or mse"),
+        ({"cels": 9}, {"encoding": "quantitative", "game": "connect4"}, "unknown"),
+    ],
+)
+def test_bad_configurations_are_model_errors(params, meta, message, tmp_path):
+    arrays = {"inputs": np.zeros((4, 20, 2)), "targets": np.zeros((4, 20, 2)),
+              "rounds": np.full(4, 5), "game_id": np.arange(4), "player": np.zeros(4),
+              "outcome": np.ones(4)}  # fmt: skip
+    with pytest.raises(ModelError, match=message):
+        lstm.train(arrays, meta, params, tmp_path)
+
+
+def test_family_registry_finds_the_module():
+    assert family("lstm") is lstm and set(lstm.ENCODINGS) == {"quantitative", "qualitative"}

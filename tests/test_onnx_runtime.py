@@ -1,0 +1,23 @@
+"""The provider probe: picks what really runs, says nothing while probing."""
+
+import numpy as np
+
+from agents import onnx_runtime
+
+
+def test_probe_is_quiet_and_answers_a_working_provider(capfd):
+    onnx_runtime.providers.cache_clear()
+    chosen = onnx_runtime.providers()
+    captured = capfd.readouterr()
+    assert captured.err == "" and captured.out == ""
+    assert chosen[-1] == onnx_runtime.CPU
+    assert set(chosen) <= {onnx_runtime.CPU, onnx_runtime.CUDA}
+
+
+def test_session_runs_a_model_on_the_chosen_provider(tmp_path):
+    path = tmp_path / "identity.onnx"
+    path.write_bytes(onnx_runtime._probe_model())
+    session = onnx_runtime.session(path)
+    assert session.get_providers()[0] == onnx_runtime.providers()[0]
+    x = np.array([2.5], dtype=np.float32)
+    assert session.run(None, {"x": x})[0].tolist() == [2.5]

@@ -1,0 +1,184 @@
+"""Value MLP: it separates won from lost Connect 4 endgames, its ONNX file works on states
+encoded by agents.value_features, and that encoder equals the dataset encoder.
+
+The endgame set is checkable truth: positions from seeded random games where the side to move
+wins at once (label 1) or loses whatever it plays (every move hands the opponent an immediate
+win, label 0), confirmed on a sample by the exact solver. Telling them apart from the board
+alone means spotting whose three-in-a-row is playable.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from agents.c4solver import Connect4Solver  # noqa: E402
+from agents.onnx_runtime import session  # noqa: E402
+from agents.value_features import ValueEncoder, encode_state, input_size  # noqa: E402
+from engine import load_game  # noqa: E402
+from engine.protocol import TERMINAL  # noqa: E402
+from features import encode as enc  # noqa: E402
+from features.store import generate_dataset, load_dataset  # noqa: E402
+from models import value_mlp  # noqa: E402
+from models.base import ModelError  # noqa: E402
+from models.export import keras_seeded  # noqa: E402
+
+C4 = load_game("connect4")
+
+
+class Endgames:
+    """Raw-kernel random games (fast) stopped at the first won-in-1 position, recording every
+    lost-in-1 position on the way."""
+
+    def __init__(self) -> None:
+        self.k = C4.kernels
+        self.buffer = np.empty(64, np.int64)
+        self.out = np.zeros(2)
+
+    def legal(self, s):
+        n = self.k.legal_actions(s, self.k.current_player(s), self.buffer)
+        return self.buffer[:n].copy()
+
+    def wins_now(self, s) -> bool:
+        mover = self.k.current_player(s)
+        for a in self.legal(s):
+            child = s.copy()
+            self.k.apply_action(child, a)
+            if self.k.current_player(child) == TERMINAL:
+                self.k.returns(child, self.out)
+                if self.out[mover] > 0:
+                    return True
+        return False
+
+    def lost_now(self, s) -> bool:
+        for a in self.legal(s):
+            child = s.copy()
+            self.k.apply_action(child, a)
+            if self.k.current_player(child) == TERMINAL or not self.wins_now(child):
+                return False
+        return True
+
+    def rows(self, games: int, seed: int):
+        """Balanced (game, state, player, outcome, history) rows."""
+        rng = np.random.default_rng(seed)
+        won, lost = [], []
+        for game in range(games):
+            s, history = C4.new_initial_state().array.copy(), []
+            while self.k.current_player(s) != TERMINAL:
+                row = (game, s.copy(), int(self.k.current_player(s)), history.copy())
+                if self.wins_now(s):
+                    won.append((*row[:3], 1.0, row[3]))
+                    break
+                if self.lost_now(s):
+                    lost.append((*row[:3], -1.0, row[3]))
+                legal = self.legal(s)
+                action = int(legal[rng.integers(len(legal))])
+                self.k.apply_action(s, action)
+                history.append(action)
+        return lost + won[: len(lost)]
+
+
+def board_arrays(rows, mirror: bool):
+    states = np.stack([r[1] for r in rows])
+    players = np.array([r[2] for r in rows])
+    codes = C4.board_codes(states)
+    arrays = {"outcome": np.array([r[3] for r in rows], np.float32),
+              "game_id": np.array([r[0] for r in rows]), "player": players}  # fmt: skip
+    if mirror:  # the mirrored board has the same value; its copy stays in the same game
+        codes = np.concatenate([codes, codes[:, :, ::-1]])
+        arrays = {k: np.concatenate([v, v]) for k, v in arrays.items()}
+    arrays["board"] = enc.board_one_hot(codes, arrays["player"], 2, False)
+    return arrays
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    rows = Endgames().rows(6000, seed=0)
+    arrays = board_arrays(rows, mirror=True)
+    meta = {"encoding": "board-onehot", "game": "connect4"}
+    params = {"epochs": 10, "width": 256, "batch_size": 32}
+    result = value_mlp.train(arrays, meta, params, tmp_path_factory.mktemp("value"))
+    return rows, result
+
+
+def test_endgame_labels_are_true(trained):
+    rows, _ = trained
+    solver = Connect4Solver()
+    for game, _, _, outcome, history in rows[:: max(1, len(rows) // 40)]:
+        score = solver.solve(history)
+        assert np.sign(score) == outcome, (game, history, score)
+
+
+def test_separates_won_from_lost_positions(trained):
+    rows, result = trained
+    m = result.metrics
+    assert len(rows) > 300 and m["held_out_draw_share"] == 0.0
+    assert m["held_out_accuracy"] >= 0.8, m
+    assert abs(m["majority_accuracy"] - 0.5) < 0.15  # balanced: no cheap majority answer
+    assert len(result.history["val_accuracy"]) == 10
+    assert m["parity_max_abs_diff"] <= 1e-4
+
+
+def test_onnx_on_fresh_positions_through_the_agent_encoder(trained):
+    """What `alphabeta:eval=onnx` does: encode a state itself, ask onnxruntime."""
+    _, result = trained
+    runner = session(result.artifact)
+    meta = runner.get_modelmeta().custom_metadata_map
+    assert meta["gridbots.kind"] == "value" and meta["gridbots.encoding"] == "board-onehot"
+    assert meta["gridbots.encoder"] == "agents.value_features.encode_state"
+    assert int(meta["gridbots.input_size"]) == input_size(C4, "board-onehot") == 84
+    fresh = Endgames().rows(1500, seed=11)
+    encoder = ValueEncoder(C4, "board-onehot")
+    x = encoder.batch(np.stack([r[1] for r in fresh]), np.array([r[2] for r in fresh]))
+    probability = runner.run(["win_probability"], {"position": x})[0][:, 0]
+    truth = np.array([r[3] for r in fresh]) > 0
+    assert ((probability > 0.5) == truth).mean() >= 0.75
+
+
+def test_every_grid_size_trains():
+    keras = keras_seeded(0)
+    x = np.random.default_rng(0).integers(0, 2, (64, 84)).astype(np.float32)
+    y = (x[:, :1] > 0).astype(np.float32)
+    for layers, width in value_mlp.GRID:
+        model = value_mlp.build({"layers": layers, "width": width, "dropout": 0.0}, 84, keras)
+        expected = 84 * width + width + (layers - 1) * (width * width + width) + width + 1
+        assert model.count_params() == expected
+        model.compile(optimizer=keras.optimizers.Adam(1e-3), loss="binary_crossentropy")
+        assert np.isfinite(model.train_on_batch(x, y))
+
+
+def test_soft_labels():
+    assert value_mlp.labels(np.array([2.0, -1.0, 0.0, 0.5])).tolist() == [1.0, 0.0, 0.5, 1.0]
+    scores = value_mlp.scores(np.array([0.9, 0.2, 0.7]), np.array([1.0, 1.0, 0.5]))
+    assert scores["val_accuracy"] == 0.5  # the draw is not counted
+    assert scores["val_brier"] == pytest.approx((0.01 + 0.64 + 0.04) / 3)
+
+
+def test_wrong_encoding_and_bad_params_are_model_errors(tmp_path):
+    arrays = {"planes": np.zeros((4, 3)), "outcome": np.ones(4), "game_id": np.arange(4)}
+    with pytest.raises(ModelError, match="board-onehot or count-onehot"):
+        value_mlp.train(arrays, {"encoding": "planes", "game": "connect4"}, {}, tmp_path)
+    with pytest.raises(ModelError, match="width"):
+        meta = {"encoding": "board-onehot", "game": "connect4"}
+        value_mlp.train(arrays, meta, {"width": 0}, tmp_path)
+
+
+@pytest.mark.parametrize("spec", ["connect4", "lazerbike", "othello"])
+def test_agent_encoder_equals_the_dataset_encoder(spec, tmp_path):
+    generate_dataset(tmp_path, spec, "randomized", {"x": 12, "y": 2}, seed=4)
+    game = load_game(spec)
+    positions = load_dataset(tmp_path, "positions")
+    states = enc.list_matrix(positions.column("state"), len(positions["state"][0]), np.int64)
+    players = positions.column("player").to_numpy()
+    assert len(states) > 10
+    for name, key in (("board-onehot", "board"), ("count-onehot", "counts")):
+        expected = enc.encoding(name)[1](positions, game)[key]
+        got = ValueEncoder(game, name).batch(states, players)
+        assert got.shape == (len(states), input_size(game, name))
+        assert np.array_equal(got, expected.astype(np.float32)), (spec, name)
+    one = encode_state(game, states[3], int(players[3]), "count-onehot")
+    assert np.array_equal(one, expected[3])
