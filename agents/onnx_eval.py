@@ -10,8 +10,7 @@ negated when the parent's mover is the other side. Finished games score as in
 agents.alphabeta (return x WIN_SCALE minus the distance), so results outrank any evaluation.
 
 The network's inputs are the features the training encoding gives a position (the model's
-`gridbots.encoding`): agents.value_features builds them when it is there, otherwise the
-fallback here, made of the same features.encode functions.
+`gridbots.encoding`), built by agents.value_features as features.encode builds a dataset's.
 """
 
 from __future__ import annotations
@@ -48,78 +47,14 @@ def open_session(path: str | Path) -> tuple[Any, dict[str, str]]:
     return runner, meta
 
 
-# ---- position features --------------------------------------------------------------------------
-def _board_onehot(game: Game) -> Encoder:
-    from features.encode import board_one_hot
-
-    if getattr(game, "board_codes", None) is None:
-        raise AgentError(f"onnx: {game.name} has no board codes for a board-onehot model")
-    deadly = bool(getattr(game, "deadly_tiles", False))
-
-    def encode(states: np.ndarray, players: np.ndarray) -> np.ndarray:
-        codes = game.board_codes(states)
-        return board_one_hot(codes, players, game.num_players, deadly)
-
-    return encode
-
-
-def _count_onehot(game: Game) -> Encoder:
-    """Plane counts of the mover's observation, its legal moves and its immediate wins, each
-    one-hot (features.encode.counts on rows the way the data techniques fill them)."""
-    from features.encode import count_one_hot
-
-    k = game.kernels
-    size = int(np.prod(game.observation_shape))
-    planes = game.observation_shape[0]
-    buffer = np.empty(max(game.num_actions, 64), dtype=np.int64)
-    out = np.zeros(game.num_players, dtype=np.float64)
-
-    def wins_at_once(s: np.ndarray, player: int, moves: np.ndarray) -> int:
-        won = 0
-        for a in moves:
-            child = s.copy()
-            k.apply_action(child, a)
-            if k.current_player(child) == TERMINAL:
-                k.returns(child, out)
-                if all(out[player] > out[q] for q in range(game.num_players) if q != player):
-                    won += 1
-        return won
-
-    def encode(states: np.ndarray, players: np.ndarray) -> np.ndarray:
-        raw = np.zeros((len(states), planes + 2), dtype=np.int64)
-        obs = np.zeros(size, dtype=np.float32)
-        for i, (s, player) in enumerate(zip(states, players, strict=True)):
-            k.observation(s, int(player), obs)
-            raw[i, :planes] = np.rint(obs.reshape(planes, -1).sum(axis=1))
-            n = k.legal_actions(s, int(player), buffer)
-            raw[i, planes] = n
-            raw[i, planes + 1] = wins_at_once(s, int(player), buffer[:n].copy())
-        return count_one_hot(raw)
-
-    return encode
-
-
-FALLBACK_ENCODERS = {"board-onehot": _board_onehot, "count-onehot": _count_onehot}
-
-
 def value_encoder(game: Game, encoding: str) -> Encoder:
     """The per-state feature function of a value model's training encoding."""
+    from agents.value_features import ValueEncoder
+
     try:
-        from agents import value_features
-    except ImportError:
-        value_features = None
-    make = getattr(value_features, "encoder", None)
-    if make is not None:
-        try:
-            return make(game, encoding)
-        except (KeyError, ValueError) as problem:
-            raise AgentError(f"onnx: no features for encoding {encoding!r}: {problem}") from None
-    if encoding not in FALLBACK_ENCODERS:
-        raise AgentError(
-            f"onnx: value models on {encoding!r} are not supported; "
-            f"known: {', '.join(FALLBACK_ENCODERS)}"
-        )
-    return FALLBACK_ENCODERS[encoding](game)
+        return ValueEncoder(game, encoding).batch
+    except ValueError as problem:
+        raise AgentError(f"onnx: {problem}") from None
 
 
 class OnnxValue:

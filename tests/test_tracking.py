@@ -22,6 +22,7 @@ import pytest
 
 from models.base import FAMILIES, ModelError, TrainingResult, artifact_metadata
 
+pytestmark = pytest.mark.filterwarnings("ignore:.*noload.*")
 STUB_NAME = "gridbots_test_stub_family"
 
 
