@@ -36,18 +36,28 @@ def _checked_onnx(path: str, stamp: float) -> None:
         raise AgentError(f"registry: {error}") from None
 
 
+#: (tracking URI, name, version) → fetched version: a version never changes, an alias may
+_FETCHED: dict[tuple[str, str, str], tuple[Path, str, dict[str, str]]] = {}
+
+
 def fetch(reference: str) -> tuple[Path, str, dict[str, str]]:
     """(local artifact file, kind, version tags) of `NAME@ALIAS` or `NAME/VERSION`."""
     from models.base import ModelError
     from models.registry import download, resolve, split_ref
+    from models.tracking import tracking_uri
 
     try:
         name, alias, version = split_ref(reference)
+        key = (tracking_uri(), name, version or "")
+        if version is not None and key in _FETCHED and _FETCHED[key][0].is_file():
+            return _FETCHED[key]
         found = resolve(name, alias=alias, version=version)
         path, kind = download(found)
     except ModelError as error:
         raise AgentError(f"registry: {error}") from None
-    return path, kind, dict(found.tags or {})
+    fetched = (path, kind, dict(found.tags or {}))
+    _FETCHED[(key[0], name, str(found.version))] = fetched
+    return fetched
 
 
 @builder("registry")

@@ -1,8 +1,8 @@
 """`seq:model=PATH`: next-action prediction from the whole history (LSTM, HMM or CRF).
 
 The framing every sequence family shares (the study's, Part IV §1.1, plus a start symbol):
-a history is folded into rounds exactly as `features.encode` folds a dataset's sequences, and
-the model reads the rounds *before* the one in which the player will act. Position k of a
+a history is folded into rounds exactly as `features.encode` folds a dataset's sequences (both
+use agents.sequence_codec), and the model reads the rounds *before* the one in which the player will act. Position k of a
 sequence observes round k - 1 (position 0 a begin-of-game symbol) and is labelled with the
 player's action in round k. Training takes every position of a game; playing predicts the
 label of the last one. In a turn-based game the player acts in the last round when it has
@@ -25,6 +25,7 @@ import numpy as np
 
 from agents.base import Agent, AgentError, builder
 from agents.guards import lap_filter, parse_guards, turn_filter
+from agents.sequence_codec import decode_one_hot_actions, one_hot_actions, rounds_from_steps
 from engine.protocol import CHANCE, SIMULTANEOUS, TERMINAL, Game, State
 from engine.specialise import bind, current_player, generic, legal_actions
 
@@ -61,14 +62,10 @@ def step_matrix(game: Game, state: State) -> np.ndarray:
 
 
 def history_rounds(game: Game, state: State) -> np.ndarray:
-    """[rounds, num_players] of the history, folded by `features.encode.action_rounds`."""
-    import pyarrow as pa
-
-    from features.encode import action_rounds
-
+    """[rounds, num_players] of the history, folded as the dataset encoders fold sequences."""
     steps = step_matrix(game, state)
-    table = pa.table({"actions": pa.array([steps.ravel()], type=pa.list_(pa.int16()))})
-    rounds, counts = action_rounds(table, game, max(len(steps), 1))
+    offsets = np.array([0, steps.size], dtype=np.int64)
+    rounds, counts = rounds_from_steps(steps.ravel(), offsets, game, max(len(steps), 1))
     return rounds[0, : int(counts[0])].astype(np.int64)
 
 
@@ -83,8 +80,6 @@ def rounds_from_arrays(
     arrays: dict[str, np.ndarray], encoding: str, num_players: int, num_actions: int, neutral: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Encoded sequence arrays → ([n, T + 1, P] rounds, [n] rounds per row within the window)."""
-    from features.encode import decode_one_hot_actions
-
     inputs, targets = arrays["inputs"], arrays["targets"]
     if encoding == "qualitative":
         inputs = decode_one_hot_actions(inputs, num_players, num_actions, neutral)
@@ -307,8 +302,6 @@ class OnnxSequencePredictor(Predictor):
         self.window = length if isinstance(length, int) and length > 0 else None
 
     def _encode(self, rounds: np.ndarray) -> np.ndarray:
-        from features.encode import one_hot_actions
-
         g = self.game
         if self.encoding == "qualitative":
             return one_hot_actions(rounds, g.num_actions, g.neutral_action).astype(np.float32)

@@ -27,8 +27,14 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from numba import njit
 
+from agents.sequence_codec import (  # noqa: F401 (EncodingError, decode_… are re-exported)
+    EncodingError,
+    decode_one_hot_actions,
+    one_hot_actions,
+    rounds_from_steps,
+    sequence_length,
+)
 from features.errors import DataError
 
 COUNT_LENGTH = 40
@@ -72,61 +78,13 @@ def _column(table: pa.Table, name: str, dtype: Any) -> np.ndarray:
 
 
 # ---- sequences ---------------------------------------------------------------------------------
-@njit(cache=True)
-def _fold_rounds(values, offsets, num_players, neutral, fold, out, counts):
-    """Step-major actions → rounds in `out` [n, width, num_players] (prefilled with neutral).
-
-    With `fold`, a step joins the current round unless one of its acting players has already
-    acted in it; otherwise every step is a round. counts[row] = rounds of the row (also those
-    beyond the window)."""
-    width = out.shape[1]
-    acted = np.zeros(num_players, dtype=np.bool_)
-    for row in range(offsets.shape[0] - 1):
-        start = offsets[row]
-        steps = (offsets[row + 1] - start) // num_players
-        r = -1
-        for t in range(steps):
-            base = start + t * num_players
-            fresh = r < 0 or not fold
-            if not fresh:
-                for p in range(num_players):
-                    if values[base + p] != neutral and acted[p]:
-                        fresh = True
-            if fresh:
-                r += 1
-                acted[:] = False
-            for p in range(num_players):
-                v = values[base + p]
-                if v != neutral:
-                    acted[p] = True
-                    if r < width:
-                        out[row, r, p] = v
-        counts[row] = r + 1
-
-
-def sequence_length(game) -> int:
-    """Default window: the game's `sequence_length` hook, else its longest game in rounds."""
-    hook = getattr(game, "sequence_length", None)
-    if hook:
-        return int(hook)
-    if game.simultaneous:
-        return int(game.max_game_length)
-    return -(-int(game.max_game_length) // int(game.num_players))
-
-
 def action_rounds(
     sequences: Any, game, width: int, fold: bool | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """([n, width, num_players] int16 actions per round, padded / cut with the neutral value;
-    [n] rounds per row). `fold` defaults to True for turn-based games."""
-    table = arrow(sequences)
-    fold = (not game.simultaneous) if fold is None else fold
-    values, offsets = _ragged(table.column("actions"))
-    n = table.num_rows
-    out = np.full((n, width, game.num_players), game.neutral_action, dtype=np.int16)
-    counts = np.zeros(n, dtype=np.int64)
-    _fold_rounds(values, offsets, game.num_players, game.neutral_action, fold, out, counts)
-    return out, counts
+    [n] rounds per row) of a sequences table. `fold` defaults to True for turn-based games."""
+    values, offsets = _ragged(arrow(sequences).column("actions"))
+    return rounds_from_steps(values, offsets, game, width, fold)
 
 
 def _row_info(table: pa.Table) -> dict[str, np.ndarray]:
@@ -149,29 +107,6 @@ def quantitative(sequences: Any, game, length: int | None = None) -> dict[str, n
         "rounds": counts,
         **_row_info(table),
     }
-
-
-def one_hot_actions(actions: np.ndarray, num_actions: int, neutral: int) -> np.ndarray:
-    """[..., P] actions → [..., P * (num_actions + 1)] bits: per player a block whose bit 0 is
-    the neutral value and bit a + 1 action a (Connect 4: 2 x 8 bits for actions -1..6)."""
-    actions = np.asarray(actions, dtype=np.int64)
-    index = np.where(actions == neutral, 0, actions + 1)
-    if (index < 0).any() or (index > num_actions).any():
-        raise DataError(f"action out of range for one-hot encoding: {actions[(index < 0)][:3]}")
-    block = num_actions + 1
-    out = np.zeros((*actions.shape, block), dtype=np.int8)
-    np.put_along_axis(out, index[..., None], 1, axis=-1)
-    return out.reshape(*actions.shape[:-1], actions.shape[-1] * block)
-
-
-def decode_one_hot_actions(
-    bits: np.ndarray, num_players: int, num_actions: int, neutral: int
-) -> np.ndarray:
-    """The inverse of `one_hot_actions` (argmax per block, so model outputs decode too)."""
-    bits = np.asarray(bits)
-    blocks = bits.reshape(*bits.shape[:-1], num_players, num_actions + 1)
-    index = blocks.argmax(axis=-1).astype(np.int64)
-    return np.where(index == 0, neutral, index - 1).astype(np.int16)
 
 
 def qualitative(sequences: Any, game, length: int | None = None) -> dict[str, np.ndarray]:

@@ -214,6 +214,7 @@ COMMAND_MODULES = (
     "flows.generate_commands",
     "flows.dataset_commands",
     "flows.model_commands",
+    "flows.stage_commands",
 )
 _register_command_groups()
 

@@ -44,6 +44,12 @@ def train(
     out: Annotated[
         Path | None, typer.Option("--out", help="Also keep the artifacts in this folder.")
     ] = None,
+    metric: Annotated[
+        str | None,
+        typer.Option(
+            "--metric", help="NAME[:min|max] ranking a sweep (default: held-out loss or accuracy)."
+        ),
+    ] = None,
 ) -> None:
     """Trains a family on an encoded dataset; every run (and a sweep's parent) goes to MLflow."""
     from engine import parse_game_spec
@@ -60,6 +66,7 @@ def train(
         out,
         echo=lambda text: typer.echo(text, err=True),
         expect_game=parse_game_spec(game).name,
+        metric=metric,
     )
     if outcome.parent_run_id:
         typer.echo(f"sweep run {outcome.parent_run_id}: {len(outcome.runs)} configurations")
@@ -147,7 +154,12 @@ def bots_promote(
 def _evidence(tags: dict[str, str]) -> str:
     keys = ("promotion.decision", "promotion.score", "promotion.interval", "promotion.games")
     shown = [f"{k.split('.', 1)[1]}={tags[k]}" for k in keys if k in tags]
-    shown += [f"{k}={v}" for k, v in sorted(tags.items()) if k.startswith("eval.")]
+    for key, value in sorted(tags.items()):
+        if key.startswith("eval.") and ("accuracy" in key or "loss" in key):
+            try:
+                shown.append(f"{key[5:]}={float(value):.4g}")
+            except ValueError:
+                shown.append(f"{key[5:]}={value}")
     if tags.get("export.parity_max_abs_diff", "n/a") != "n/a":
         shown.append(f"parity={tags['export.parity_max_abs_diff']}")
     return ", ".join(shown)

@@ -5,8 +5,9 @@ encoding) reads every player's action of the observed round as a number, CRF_2 (
 `qualitative`) as one indicator per (player, action). The sequence framing is the agents'
 (agents.seq_agent): position k observes round k - 1 (position 0 a start feature), optionally
 the `window` - 1 rounds before it too, and is labelled with the player's action in round k
-("n" when it does not act); see TRAINING for why every prefix is a training sequence. Feature names carry the seat, so one model holds every seat's
-weights; the label transitions are shared.
+("n" when it does not act); see TRAINING for why every prefix is a training sequence.
+Feature names carry the seat, so one model holds every seat's weights; the label transitions
+are shared.
 
 Saved in CRFsuite's own format (`model.crfsuite`) with a JSON sidecar (`model.crfsuite.json`:
 the artifact metadata, variant, window, seats); an agent can still play a model whose sidecar
@@ -178,7 +179,7 @@ def train(
     metrics = {
         "held_out_accuracy": accuracy(
             predict_all(predictor, data, test_rows), labels, g.neutral_action
-        ),  # fmt: skip
+        ),
         "train_sequences": float(len(train_rows)),
         "held_out_sequences": float(len(test_rows)),
         "iterations": float(len(losses)),

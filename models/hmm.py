@@ -235,17 +235,18 @@ def train(
     train_mask, test_mask = split_by_game(data.game_id, params["holdout"], params["seed"])
     train_rows, test_rows = np.flatnonzero(train_mask), np.flatnonzero(test_mask)
     body = fit(data, train_rows, params["alpha"])
+
+    def score(rows: np.ndarray) -> float:
+        labels = [data.labels[i] for i in rows]
+        return accuracy(predict_all(body, data, rows), labels, g.neutral_action)
+
     metrics = {
-        "train_accuracy": accuracy(
-            predict_all(body, data, train_rows), [data.labels[i] for i in train_rows], g.neutral_action
-        ),
-        "held_out_accuracy": accuracy(
-            predict_all(body, data, test_rows), [data.labels[i] for i in test_rows], g.neutral_action
-        ),
+        "train_accuracy": score(train_rows),
+        "held_out_accuracy": score(test_rows),
         "symbols": float(len(body["symbols"])),
         "train_sequences": float(len(train_rows)),
         "held_out_sequences": float(len(test_rows)),
-    }  # fmt: skip
+    }
     if progress is not None:
         progress(0, dict(metrics))
     metadata = artifact_metadata(

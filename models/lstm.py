@@ -62,7 +62,9 @@ def cell_counts(params: dict[str, Any]) -> list[int]:
     try:
         cells = [int(c) for c in str(params["cells"]).split("-")]
     except ValueError:
-        raise ModelError(f"lstm: cells={params['cells']!r}: a number or numbers like 42-42-2")
+        raise ModelError(
+            f"lstm: cells={params['cells']!r}: a number or numbers like 42-42-2"
+        ) from None
     if len(cells) == 1:
         cells *= layers
     if layers < 1 or len(cells) != layers or min(cells) < 1:

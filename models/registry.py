@@ -179,6 +179,11 @@ def download(version: Any) -> tuple[Path, str]:
 def artifact_file(folder: Path, version: Any) -> tuple[Path, str]:
     """The model file inside a downloaded version (never a pickle: those are not looked at)."""
     kind = (version.tags or {}).get("artifact.kind")
+    named = (version.tags or {}).get("artifact.file")
+    if kind in ARTIFACT_KINDS and named:
+        exact = sorted(p for p in folder.rglob(named) if p.is_file())
+        if exact:
+            return exact[0], kind
     wanted = {kind: ARTIFACT_KINDS[kind]} if kind in ARTIFACT_KINDS else ARTIFACT_KINDS
     for kind_name, suffix in wanted.items():
         files = sorted(p for p in folder.rglob(f"*{suffix}") if p.is_file())

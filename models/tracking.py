@@ -20,6 +20,7 @@ import json
 import logging
 import math
 import os
+import re
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,8 @@ from models.base import ARTIFACT_KINDS, ModelError, TrainingResult, family
 DEFAULT_URI = "sqlite:///mlflow.db"
 #: objective preferences when a family declares none (`OBJECTIVE = (metric, "min" | "max")`)
 OBJECTIVES = (
+    ("held_out_loss", "min"),
+    ("held_out_accuracy", "max"),
     ("val_loss", "min"),
     ("val_accuracy", "max"),
     ("accuracy", "max"),
@@ -45,12 +48,14 @@ def tracking_uri() -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
 
 
-def artifact_root(uri: str) -> str | None:
-    """`mlruns/` beside a SQLite database (absolute, as a file URI); MLflow's default otherwise."""
+def artifact_root(uri: str, experiment: str) -> str | None:
+    """`mlruns/EXPERIMENT` beside a SQLite database (absolute, as a file URI), so artifacts stay
+    with their database wherever the command runs; MLflow's default for other stores."""
     if not uri.startswith("sqlite:///"):
         return None
     database = Path(uri[len("sqlite:///") :])
-    return (database.resolve().parent / "mlruns").as_uri()
+    folder = re.sub(r"[^A-Za-z0-9_.-]+", "_", experiment).strip(".") or "experiment"
+    return (database.resolve().parent / "mlruns" / folder).as_uri()
 
 
 def client():
@@ -74,7 +79,9 @@ def experiment_id(mlflow_client: Any, name: str) -> str:
         if found.lifecycle_stage == "deleted":
             raise ModelError(f"MLflow experiment {name!r} is deleted; restore it or pick another")
         return found.experiment_id
-    return mlflow_client.create_experiment(name, artifact_location=artifact_root(tracking_uri()))
+    return mlflow_client.create_experiment(
+        name, artifact_location=artifact_root(tracking_uri(), name)
+    )
 
 
 # ---- parameters and sweeps ---------------------------------------------------------------------
@@ -131,8 +138,17 @@ def coerce(family_name: str, defaults: dict[str, Any], given: dict[str, Any]) ->
     return params
 
 
-def objective(module: Any, metrics: dict[str, float]) -> tuple[str, str]:
-    """(metric, "min" | "max") that ranks a sweep: the family's OBJECTIVE, else OBJECTIVES."""
+def objective(module: Any, metrics: dict[str, float], given: str | None = None) -> tuple[str, str]:
+    """(metric, "min" | "max") that ranks a sweep: `given` (`NAME[:min|max]`), else the family's
+    OBJECTIVE, else the first of OBJECTIVES it reports (held-out figures before training ones)."""
+    if given:
+        name, _, direction = given.partition(":")
+        direction = direction or ("min" if "loss" in name or "error" in name else "max")
+        if direction not in ("min", "max"):
+            raise ModelError(f"--metric {given!r}: the direction is min or max")
+        if name not in metrics:
+            raise ModelError(f"--metric {name!r}: the family reports {', '.join(sorted(metrics))}")
+        return name, direction
     declared = getattr(module, "OBJECTIVE", None)
     if declared:
         return declared[0], declared[1]
@@ -265,29 +281,55 @@ def log_artifact(result: TrainingResult) -> tuple[str, dict[str, str]]:
         )
         return info.model_uri, tags
     mlflow.log_artifact(str(path), artifact_path="model")
+    for sidecar in sidecars(result):  # e.g. model.crfsuite.json: travels with its model
+        mlflow.log_artifact(str(sidecar), artifact_path="model")
     return f"runs:/{mlflow.active_run().info.run_id}/model", tags
 
 
+def sidecars(result: TrainingResult) -> list[Path]:
+    """Extra files named after a non-ONNX artifact (`model.crfsuite.json`): part of the model."""
+    if result.artifact_kind == "onnx":
+        return []
+    name = Path(result.artifact).name
+    return [Path(p) for p in result.extra_artifacts if Path(p).name.startswith(name + ".")]
+
+
 def curve_png(history: dict[str, list[float]], final: dict[str, float], path: Path, title: str):
-    """Per-epoch curves (one panel per metric family: losses, the rest); final bars when none."""
+    """Per-epoch curves, losses and the other metrics (accuracies) on their own panels; a bar
+    chart of the final metrics for single-pass estimators that have no curve."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     series = {k: v for k, v in history.items() if v}
-    figure, axes = plt.subplots(figsize=(6, 4))
-    if series:
-        for name, values in sorted(series.items()):
-            axes.plot(range(1, len(values) + 1), values, marker="o", markersize=3, label=name)
-        axes.set_xlabel("epoch")
-        axes.legend(fontsize=7)
-    else:  # single-pass estimators (HMM, CRF without iterations) have no curve
+    if all(len(v) < 2 for v in series.values()):  # one pass, no curve: final values as bars
+        final = {**{k: v[-1] for k, v in series.items()}, **final}
+        series = {}
+        scored = {k: v for k, v in final.items() if "accuracy" in k or "loss" in k}
+        final = scored or final
+    groups = [
+        {k: v for k, v in series.items() if "loss" in k},
+        {k: v for k, v in series.items() if "loss" not in k},
+    ]
+    groups = [g for g in groups if g]
+    figure, axes = plt.subplots(1, max(1, len(groups)), figsize=(5 * max(1, len(groups)), 3.6))
+    panels = list(axes) if len(groups) > 1 else [axes]
+    for panel, group in zip(panels, groups, strict=False):
+        for name, values in sorted(group.items()):
+            epochs = range(1, len(values) + 1)
+            panel.plot(epochs, values, marker="o", markersize=3, label=name)
+        panel.set_xlabel("epoch")
+        panel.xaxis.set_major_locator(MaxNLocator(integer=True))
+        panel.legend(fontsize=7)
+        panel.grid(alpha=0.3)
+    if not groups:
         names = sorted(final)
-        axes.bar(range(len(names)), [final[n] for n in names])
-        axes.set_xticks(range(len(names)), names, rotation=20, ha="right", fontsize=7)
-        axes.set_ylabel("final value")
-    axes.set_title(title, fontsize=9)
+        panels[0].bar(range(len(names)), [final[n] for n in names])
+        panels[0].set_xticks(range(len(names)), names, rotation=20, ha="right", fontsize=7)
+        panels[0].set_ylabel("final value")
+    figure.suptitle(title, fontsize=9)
     figure.tight_layout()
     figure.savefig(path, dpi=90)
     plt.close(figure)
@@ -349,7 +391,7 @@ def _run_one(
     tags.update({"gridbots.model_uri": model_uri, "export.parity_max_abs_diff": parity})
     mlflow.set_tags(tags)
     for extra in result.extra_artifacts:
-        if Path(extra).is_file():
+        if Path(extra).is_file() and Path(extra) not in sidecars(result):
             mlflow.log_artifact(str(extra), artifact_path="extra")
     png = out_dir / "training_curve.png"
     curve_png(history, finals, png, f"{family_name} on {dataset['game']} ({run_id[:8]})")
@@ -371,10 +413,12 @@ def train(
     out_dir: Path | None = None,
     echo: Callable[[str], None] | None = None,
     expect_game: str | None = None,
+    metric: str | None = None,
 ) -> TrainOutcome:
     """Trains one configuration (or a sweep's grid) on an encoded file, logged to MLflow.
 
-    `expect_game` (a game name) guards against training on another game's dataset."""
+    `expect_game` (a game name) guards against training on another game's dataset; `metric`
+    (`NAME[:min|max]`) ranks a sweep instead of the default objective."""
     module = family(family_name)
     given = dict(params or {})
     grid = sweep_grid(sweep) if sweep else [{}]
@@ -401,7 +445,11 @@ def train(
                 base.mkdir(parents=True, exist_ok=True)
                 runs.append(_run_one(module, family_name, arrays, meta, configs[0], dataset, base))
             best = runs[0]
-            metric, direction = objective(module, best.result.metrics)
+            metric, direction = (
+                objective(module, best.result.metrics, metric)
+                if best.result.metrics or metric
+                else ("", "")
+            )
             best.objective = best.result.metrics.get(metric)
             outcome = TrainOutcome(exp_id, runs, best, metric, direction)
         else:
@@ -424,7 +472,7 @@ def train(
                                 module, family_name, arrays, meta, params_i, dataset, child_dir
                             )
                         )
-                metric, direction = objective(module, runs[0].result.metrics)
+                metric, direction = objective(module, runs[0].result.metrics, metric)
                 best = _choose_best(runs, metric, direction)
                 mlflow.set_tags(
                     {
@@ -491,6 +539,8 @@ def fetch_run_artifact(run_id: str, out: Path) -> tuple[Path, dict[str, str]]:
         name = tags.get("artifact.file") or found[0].name
         path = target / name
         shutil.copyfile(found[0], path)
+        for sidecar in found[0].parent.glob(f"{found[0].name}.*"):
+            shutil.copyfile(sidecar, target / (name + sidecar.name[len(found[0].name) :]))
     if kind == "onnx":
         read_onnx(path)  # a corrupt file is named here, not where it is next used
     info = {k: v for k, v in tags.items() if k.startswith(("artifact.", "export.", "gridbots."))}

@@ -118,7 +118,7 @@ def train(
         callbacks=[
             epoch_reporter(
                 keras, lambda: scores(keras_outputs(model, x_test), y_test), history, progress
-            )  # fmt: skip
+            )
         ],
     )
     out_dir = Path(out_dir)

@@ -93,7 +93,7 @@ def test_crfsuite_and_sidecar_round_trip(tmp_path):
 def test_family_registry_and_bad_inputs(tmp_path):
     assert family("crf") is crf
     arrays, meta = toy_arrays("quantitative", rows=10)
-    with pytest.raises(ModelError, match="variant 2 .* qualitative"):
+    with pytest.raises(ModelError, match=r"variant 2 .* qualitative"):
         crf.train(arrays, meta, {"variant": 2}, tmp_path)
     with pytest.raises(ModelError, match="expected 1 or 2"):
         crf.train(arrays, meta, {"variant": 3}, tmp_path)
@@ -115,7 +115,10 @@ def test_family_registry_and_bad_inputs(tmp_path):
     crf_sidecar(good.artifact).write_text("{not json")
     with pytest.raises(AgentError, match="cannot read CRF sidecar"):
         make(f"seq:model={good.artifact}", game)
-    crf_sidecar(good.artifact).write_text(json.dumps({"metadata": {"gridbots.game": "othello"},
-                                                      "variant": 2, "window": 1, "seats": [0]}))
+    crf_sidecar(good.artifact).write_text(
+        json.dumps(
+            {"metadata": {"gridbots.game": "othello"}, "variant": 2, "window": 1, "seats": [0]}
+        )
+    )
     with pytest.raises(AgentError, match="trained for othello"):
         make(f"seq:model={good.artifact}", game)

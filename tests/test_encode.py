@@ -105,7 +105,7 @@ def test_one_hot_round_trip_and_range_check():
     bits = enc.one_hot_actions(actions, 65, -1)
     assert bits.shape == (5, 9, 132) and (bits.sum(axis=-1) == 2).all()
     assert np.array_equal(enc.decode_one_hot_actions(bits, 2, 65, -1), actions)
-    with pytest.raises(enc.DataError):
+    with pytest.raises(enc.EncodingError):
         enc.one_hot_actions(np.array([[7, -1]]), 7, -1)
 
 

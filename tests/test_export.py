@@ -15,9 +15,9 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from agents.onnx_runtime import session  # noqa: E402
-from models import export  # noqa: E402
-from models.base import ModelError, artifact_metadata  # noqa: E402
+from agents.onnx_runtime import session
+from models import export
+from models.base import ModelError, artifact_metadata
 
 
 @pytest.fixture(scope="module")

@@ -15,12 +15,12 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from agents.onnx_runtime import session  # noqa: E402
-from engine import load_game  # noqa: E402
-from features import encode as enc  # noqa: E402
-from features.store import generate_dataset, load_dataset  # noqa: E402
-from models import lstm  # noqa: E402
-from models.base import ModelError, family  # noqa: E402
+from agents.onnx_runtime import session
+from engine import load_game
+from features import encode as enc
+from features.store import generate_dataset, load_dataset
+from models import lstm
+from models.base import ModelError, family
 
 BOT = "alphabeta:depth=2,random"
 FAST = {"cells": 32, "dense_units": 32, "batch_size": 32, "learning_rate": 0.01}
@@ -58,7 +58,7 @@ def test_learns_the_bots_moves_far_above_chance(trained):
 
 def test_onnx_file_predicts_fresh_games(trained, tmp_path):
     """New games (another seed) through onnxruntime only: the contract agents rely on."""
-    root, result, _ = trained
+    _, result, _ = trained
     c4 = load_game("connect4")
     assert result.artifact.is_file() and result.metrics["parity_max_abs_diff"] <= 1e-4
     runner = session(result.artifact)
@@ -104,8 +104,8 @@ def test_step_weights_ignore_padding():
     table = pa.Table.from_pylist([row, row], schema=SEQUENCES)
     arrays = enc.quantitative(table, c4)
     arrays["game_id"] = np.array([0, 1])
-    _, inputs, actions, weights, _ = lstm.prepare(arrays, {"encoding": "quantitative",
-                                                           "game": "connect4"}, lstm.DEFAULTS)  # fmt: skip
+    meta = {"encoding": "quantitative", "game": "connect4"}
+    _, inputs, actions, weights, _ = lstm.prepare(arrays, meta, lstm.DEFAULTS)
     assert inputs.shape == (2, 20, 2)
     assert weights[0].tolist() == [1, 1, 1] + [0] * 17  # rounds 1..3 are the targets
     assert actions[0, :4].tolist() == [3, 3, 3, -1]

@@ -123,3 +123,34 @@ def test_a_missing_alias_is_one_stderr_line(sandbox, capsys):
     code, _, err = run(capsys, "match", "connect4", "registry:connect4-stub@staging", "random")
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "no alias @staging" in err
+
+
+def test_end_to_end_with_a_real_family(sandbox, capsys):
+    """generate → encode → train hmm --register → a registry spec plays through seq:model=."""
+    code, out, _ = run(
+        capsys,
+        *("generate", "connect4", "battle", "--out", "c4-battle", "--games", "40"),
+        *("--agents", "random:guards=win+block,random", "--seed", "3"),
+    )
+    assert code == 0, out
+    code, out, _ = run(
+        capsys, "encode", "c4-battle", "--encoding", "qualitative", "--out", "c4-q.npz"
+    )
+    assert code == 0, out
+    code, out, _ = run(capsys, "train", "connect4", "hmm", "--data", "c4-q.npz", "--register")
+    assert code == 0 and out.splitlines()[-1] == "registered connect4-hmm/1", out
+    assert "held_out_accuracy=" in out
+    code, out, _ = run(
+        capsys, "match", "connect4", "registry:connect4-hmm/1", "random", "--games", "2", "--json"
+    )
+    assert code == 0, out
+    summary = json.loads(out)
+    assert summary["spec_a"] == "registry:connect4-hmm/1" and summary["games"] == 2
+    code, out, _ = run(capsys, "promote", "connect4", "hmm", "--games", "4", "--baseline", "random")
+    assert code == 0 and "connect4-hmm/1 vs random: " in out and "over 4 games" in out, out
+    code, out, _ = run(capsys, "bots", "show", "connect4-hmm", "--json")
+    tags = json.loads(out)["versions"][0]["tags"]
+    assert tags["artifact.kind"] == "hmm-json" and tags["encoding"] == "qualitative"
+    assert tags["promotion.games"] == "4" and tags["promotion.opponent"] == "random"
+    assert (sandbox / "cache" / "connect4-hmm").is_dir()  # fetched into the cache, as raw files
+    assert not list((sandbox / "cache").rglob("*.pkl"))

@@ -33,7 +33,10 @@ def linear_model(path: Path, weight: np.ndarray, bias: np.ndarray, steps: int | 
     shape_in = ["batch", features] if steps is None else ["batch", steps, features]
     shape_out = ["batch", outputs] if steps is None else ["batch", steps, outputs]
     graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["xw"]), helper.make_node("Add", ["xw", "b"], ["y"])],
+        [
+            helper.make_node("MatMul", ["x", "w"], ["xw"]),
+            helper.make_node("Add", ["xw", "b"], ["y"]),
+        ],
         "linear",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape_in)],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape_out)],
@@ -185,8 +188,13 @@ def test_bad_files_and_kinds(connect4, value_path, tmp_path):
         make(f"onnx:{tmp_path / 'missing.onnx'}", connect4)
     with pytest.raises(AgentError, match="trained for connect4"):
         make(f"onnx:{value_path}", load_game("othello"))
-    policy = linear_model(tmp_path / "policy.onnx", np.zeros((84, 1)), np.zeros(1), None,
-                          artifact_metadata("connect4", "x", "board-onehot", "policy-value"))
+    policy = linear_model(
+        tmp_path / "policy.onnx",
+        np.zeros((84, 1)),
+        np.zeros(1),
+        None,
+        artifact_metadata("connect4", "x", "board-onehot", "policy-value"),
+    )
     with pytest.raises(AgentError, match="kind='policy-value'"):
         make(f"onnx:{policy}", connect4)
     with pytest.raises(AgentError, match="not a value one"):

@@ -77,7 +77,7 @@ def test_registering_creates_game_family_versions_with_evidence_tags(sandbox, ve
     assert tags["dataset.sha256"] == strong.best.dataset["dataset.sha256"]
     assert tags["dataset.manifest_hash"] == "abc"
     assert tags["params"] == (
-        '{"agent": "mcts:sims=100", "corrupt": false, "epochs": 3, "width": 3}'
+        '{"agent": "mcts:sims=100", "center": false, "corrupt": false, "epochs": 3, "width": 3}'
     )
     assert tags["export.parity_max_abs_diff"] == "3e-06"
     assert float(tags["eval.val_loss"]) == pytest.approx(1.1 / 9)
@@ -170,3 +170,21 @@ def test_a_corrupt_onnx_artifact_is_refused(sandbox, versions):
     stored[0].write_bytes(b"\x08garbage")  # damage the store, not the training
     with pytest.raises(AgentError, match="corrupt ONNX file"):
         make(f"registry:connect4-stub/{broken.version}", load_game("connect4"))
+
+
+def test_a_registered_value_model_plays_through_the_real_onnx_agent(sandbox, versions, monkeypatch):
+    """No stub agent here: `onnx:PATH` reads kind=value and searches with alphabeta on it."""
+    from agents import registry_agent
+    from agents.alphabeta import AlphaBetaAgent
+    from models.tracking import train
+
+    monkeypatch.setitem(registry_agent.INNER_SPECS, "onnx", "onnx:{path}")
+    data = make_dataset(sandbox / "boards.npz", encoding="board-onehot")
+    center = train(data, "stub", {"center": "true"}, register=True)
+    game = load_game("connect4")
+    agent = make(f"registry:connect4-stub/{center.version}:depth=2", game, seed=0)
+    assert isinstance(agent.inner, AlphaBetaAgent)
+    state = game.new_initial_state()
+    assert agent.step(state) == 3  # the centre column: what the evaluation rewards
+    final = play_game(game, [agent, make("random", game, seed=4)], seed=4)
+    assert final.returns()[0] == 1.0

@@ -28,17 +28,30 @@ STUB_NAME = "gridbots_test_stub_family"
 
 # ---- the stand-in family --------------------------------------------------------------------
 def stub_train(arrays, meta, params, out_dir, progress=None) -> TrainingResult:
-    """A value 'model' y = mean(x) / width, with curves 1 / (width * epoch)."""
+    """A value 'model' y = mean(x) / width, with curves 1 / (width * epoch). With `center`, a
+    real Connect 4 evaluation on the board one-hot input instead: 0.5 + 0.02 x (own centre
+    stones - the opponent's), which makes alphabeta play for the centre column."""
     from onnx import TensorProto, helper
 
     features = int(arrays["inputs"].shape[1])
     weights = np.full(features, 1.0 / (features * params["width"]), dtype=np.float32)
+    bias = 0.0
+    if params["center"]:
+        cells = np.zeros((6, 7), dtype=np.float32)
+        cells[:, 3] = 0.02
+        weights, bias, features = np.concatenate([cells.ravel(), -cells.ravel()]), 0.5, 84
     graph = helper.make_graph(
-        [helper.make_node("MatMul", ["inputs", "w"], ["value"])],
+        [
+            helper.make_node("MatMul", ["inputs", "w"], ["xw"]),
+            helper.make_node("Add", ["xw", "b"], ["value"]),
+        ],
         "stub",
         [helper.make_tensor_value_info("inputs", TensorProto.FLOAT, ["batch", features])],
         [helper.make_tensor_value_info("value", TensorProto.FLOAT, ["batch", 1])],
-        [helper.make_tensor("w", TensorProto.FLOAT, [features, 1], weights.tolist())],
+        [
+            helper.make_tensor("w", TensorProto.FLOAT, [features, 1], weights.tolist()),
+            helper.make_tensor("b", TensorProto.FLOAT, [1], [bias]),
+        ],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
     metadata = artifact_metadata(
@@ -71,7 +84,7 @@ def stub_train(arrays, meta, params, out_dir, progress=None) -> TrainingResult:
 
 
 STUB = types.ModuleType(STUB_NAME)
-STUB.DEFAULTS = {"width": 2, "epochs": 3, "agent": "random", "corrupt": False}
+STUB.DEFAULTS = {"width": 2, "epochs": 3, "agent": "random", "corrupt": False, "center": False}
 STUB.ENCODINGS = ("count-onehot", "board-onehot")
 STUB.train = stub_train
 
@@ -232,7 +245,7 @@ def test_sweep_grid_and_parameter_parsing():
     assert len(grid) == 6 and grid[0] == {"a": "1", "b": "x"} and grid[-1] == {"a": "2", "b": "z"}
     assert parse_assignments(["agent=mcts:sims=10"], "--param") == {"agent": "mcts:sims=10"}
     typed = coerce("stub", STUB.DEFAULTS, {"width": "7", "corrupt": "true"})
-    assert typed == {"width": 7, "epochs": 3, "agent": "random", "corrupt": True}
+    assert typed == {**STUB.DEFAULTS, "width": 7, "corrupt": True}
     for bad, message in [
         ({"widht": "3"}, "unknown parameter"),
         ({"width": "wide"}, "must be int"),
@@ -264,3 +277,16 @@ def test_bad_training_input_is_a_model_error(sandbox, data):
         train(data, "stub", {"corrupt": "true"}, experiment="corrupt")
     runs = client().search_runs([client().get_experiment_by_name("corrupt").experiment_id])
     assert [r.info.status for r in runs] == ["FAILED"]
+
+
+def test_sidecars_travel_with_non_onnx_models_only():
+    from models.tracking import sidecars
+
+    def result(kind: str, name: str) -> TrainingResult:
+        extras = [Path(f"/x/{name}.json"), Path("/x/parity.json"), Path(f"/x/{name}2")]
+        return TrainingResult(
+            "f", "connect4", "e", {}, Path(f"/x/{name}"), kind, extra_artifacts=extras
+        )
+
+    assert sidecars(result("crfsuite", "model.crfsuite")) == [Path("/x/model.crfsuite.json")]
+    assert sidecars(result("onnx", "model.onnx")) == []

@@ -16,16 +16,16 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from agents.c4solver import Connect4Solver  # noqa: E402
-from agents.onnx_runtime import session  # noqa: E402
-from agents.value_features import ValueEncoder, encode_state, input_size  # noqa: E402
-from engine import load_game  # noqa: E402
-from engine.protocol import TERMINAL  # noqa: E402
-from features import encode as enc  # noqa: E402
-from features.store import generate_dataset, load_dataset  # noqa: E402
-from models import value_mlp  # noqa: E402
-from models.base import ModelError  # noqa: E402
-from models.export import keras_seeded  # noqa: E402
+from agents.c4solver import Connect4Solver
+from agents.onnx_runtime import session
+from agents.value_features import ValueEncoder, encode_state, input_size
+from engine import load_game
+from engine.protocol import TERMINAL
+from features import encode as enc
+from features.store import generate_dataset, load_dataset
+from models import value_mlp
+from models.base import ModelError
+from models.export import keras_seeded
 
 C4 = load_game("connect4")
 

@@ -1,0 +1,144 @@
+"""params.yaml: loaded once, checked per stage, so a typo stops the stage that reads it.
+
+Every stage names the keys it needs (`REQUIRED`, `{game}` and `{name}` filled in from the
+stage's arguments); a key that is missing or of the wrong type raises ParamsError naming the
+key and the stage, which the CLI prints as one line with exit code 2. The file's layout:
+
+    games: [connect4, lazerbike]        the chains dvc.yaml runs
+    mlflow / dask / workers / serve / promote / report    pipeline-wide settings
+    <game>: spec, datasets, validation, encodings, models, evaluate    one chain per game
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from engine.protocol import GameError
+
+PARAMS_FILE = Path("params.yaml")
+STAGES = ("generate", "validate", "encode", "train", "export", "evaluate", "promote", "report")
+
+#: (dotted key, accepted types) each stage reads; `{game}` / `{name}` come from the stage
+REQUIRED: dict[str, list[tuple[str, tuple[type, ...]]]] = {
+    "generate": [
+        ("workers", (int,)),
+        ("dask.address", (str,)),
+        ("{game}.spec", (str,)),
+        ("{game}.datasets.{name}.seed", (int,)),
+        ("{game}.datasets.{name}.options", (dict,)),
+    ],
+    "validate": [
+        ("{game}.datasets.{name}", (dict,)),
+        ("{game}.validation.sample", (int,)),
+        ("{game}.validation.seed", (int,)),
+    ],
+    "encode": [
+        ("{game}.encodings.{name}.encoding", (str,)),
+        ("{game}.encodings.{name}.dataset", (str,)),
+        ("{game}.encodings.{name}.options", (dict,)),
+    ],
+    "train": [
+        ("mlflow.tracking_uri", (str,)),
+        ("{game}.spec", (str,)),
+        ("{game}.models.{name}.family", (str,)),
+        ("{game}.models.{name}.encoding", (str,)),
+        ("{game}.models.{name}.params", (dict,)),
+        ("{game}.models.{name}.sweep", (dict,)),
+    ],
+    "export": [("mlflow.tracking_uri", (str,)), ("{game}.models", (dict,))],
+    "evaluate": [
+        ("workers", (int,)),
+        ("dask.address", (str,)),
+        ("mlflow.tracking_uri", (str,)),
+        ("{game}.spec", (str,)),
+        ("{game}.evaluate.games", (int,)),
+        ("{game}.evaluate.seed", (int,)),
+        ("{game}.evaluate.opening", (int,)),
+        ("{game}.evaluate.baselines", (list,)),
+    ],
+    "promote": [
+        ("mlflow.tracking_uri", (str,)),
+        ("{game}.models", (dict,)),
+        ("promote.baseline", (str,)),
+        ("promote.games", (int,)),
+        ("promote.seed", (int,)),
+    ],
+    "report": [("games", (list,)), ("mlflow.tracking_uri", (str,))],
+    "serve": [("serve.cron", (str,)), ("serve.timezone", (str,)), ("serve.name", (str,))],
+}
+
+
+class ParamsError(GameError):
+    """params.yaml cannot drive a stage: one line naming the key and the stage, exit 2."""
+
+
+def load(path: Path | str = PARAMS_FILE) -> dict[str, Any]:
+    """The parsed params file (ParamsError when missing or not a YAML mapping)."""
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise ParamsError(f"{path} not found (the pipeline's parameters live there)")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise ParamsError(f"{path} is not valid YAML: {str(error).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ParamsError(f"{path} must hold a mapping of keys, not {type(data).__name__}")
+    return data
+
+
+def lookup(params: dict[str, Any], key: str) -> Any:
+    """The value at a dotted key; KeyError naming the first missing part."""
+    value: Any = params
+    done = []
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise KeyError(".".join([*done, part]))
+        value = value[part]
+        done.append(part)
+    return value
+
+
+def _type_names(types: tuple[type, ...]) -> str:
+    names = {int: "an integer", str: "a string", dict: "a mapping", list: "a list"}
+    return " or ".join(names.get(t, t.__name__) for t in types)
+
+
+def stage_label(stage: str, game: str | None = None, name: str | None = None) -> str:
+    """The stage's name in dvc.yaml: `train-connect4@lstm_mse`."""
+    label = f"{stage}-{game}" if game else stage
+    return f"{label}@{name}" if name else label
+
+
+def check(
+    params: dict[str, Any], stage: str, game: str | None = None, name: str | None = None
+) -> dict[str, Any]:
+    """Checks every key `stage` reads; returns `params` (ParamsError on the first bad key)."""
+    if stage not in REQUIRED:
+        raise ParamsError(f"unknown stage {stage!r}; known: {', '.join(REQUIRED)}")
+    label = stage_label(stage, game, name)
+    if game is not None:
+        games = params.get("games")
+        if not isinstance(games, list) or game not in games:
+            raise ParamsError(f"stage {label}: key games does not list {game!r}")
+    for pattern, types in REQUIRED[stage]:
+        key = pattern.format(game=game, name=name)
+        try:
+            value = lookup(params, key)
+        except KeyError as missing:
+            raise ParamsError(f"stage {label}: key {missing.args[0]} is missing") from None
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise ParamsError(
+                f"stage {label}: key {key} must be {_type_names(types)}, "
+                f"not {type(value).__name__} ({value!r})"
+            )
+    return params
+
+
+def load_for(
+    stage: str, game: str | None = None, name: str | None = None, path: Path | str = PARAMS_FILE
+) -> dict[str, Any]:
+    """load + check: what a stage command calls first."""
+    return check(load(path), stage, game, name)

@@ -1,0 +1,174 @@
+"""reports/README.md and bar charts from the tournament results and the promotion decisions.
+
+The tables follow the original studies: for each trained model, its games against random
+players (guarded and not), against the classical models (MCTS, SimAB, …), against alpha-beta
+and against the other trained models, as wins / draws / defeats and the success rate (wins over
+games played; the score counting a draw as half a win beside it). The report ends with the
+version of each family that holds the registry alias `production`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+GROUPS = ("random", "classical", "alpha-beta", "models")
+
+
+def opponent_group(spec: str, bots: set[str]) -> str:
+    if spec in bots:
+        return "models"
+    if spec.startswith("random"):
+        return "random"
+    if spec.startswith("alphabeta"):
+        return "alpha-beta"
+    return "classical"
+
+
+def model_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per (model, opponent) from the model's side, whichever side it played."""
+    bots = set(summary["bots"])
+    rows = []
+    for s in summary["pairings"]:
+        for me, other, w, lost in (
+            (s["spec_a"], s["spec_b"], s["wins"], s["losses"]),
+            (s["spec_b"], s["spec_a"], s["losses"], s["wins"]),
+        ):
+            if me not in bots:
+                continue
+            games = w + s["draws"] + lost
+            rows.append(
+                {
+                    "model": me,
+                    "opponent": other,
+                    "group": opponent_group(other, bots),
+                    "wins": w,
+                    "draws": s["draws"],
+                    "defeats": lost,
+                    "games": games,
+                    "success": w / games if games else 0.0,
+                    "score": (w + s["draws"] / 2) / games if games else 0.0,
+                }
+            )
+    return rows
+
+
+def markdown_table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "| model | opponent | wins | draws | defeats | success rate | score |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['model']} | `{r['opponent']}` | {r['wins']} | {r['draws']} | {r['defeats']} "
+            f"| {100 * r['success']:.0f}% | {r['score']:.2f} |"
+        )
+    return lines
+
+
+def bar_chart(rows: list[dict[str, Any]], path: Path, title: str) -> None:
+    """Success rate of each model, one bar per opponent."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    models = sorted({r["model"] for r in rows})
+    opponents = list(dict.fromkeys(r["opponent"] for r in rows))
+    width = 0.8 / max(1, len(opponents))
+    figure, axes = plt.subplots(figsize=(max(5.0, 1.4 * len(models) + 2), 4))
+    for k, opponent in enumerate(opponents):
+        rates = [
+            next((r["success"] for r in rows if r["model"] == m and r["opponent"] == opponent), 0)
+            for m in models
+        ]
+        axes.bar(np.arange(len(models)) + k * width, rates, width, label=opponent)
+    axes.set_xticks(np.arange(len(models)) + 0.4 - width / 2, models, rotation=15, fontsize=8)
+    axes.set_ylim(0, 1)
+    axes.set_ylabel("success rate (wins / games)")
+    axes.set_title(title)
+    axes.legend(fontsize=6, ncol=2)
+    figure.tight_layout()
+    figure.savefig(path, dpi=90)
+    plt.close(figure)
+
+
+def production_lines(promotion: dict[str, Any]) -> list[str]:
+    lines = ["| family | registered model | production version | trained as | decisions |"]
+    lines.append("|---|---|---:|---|---|")
+    for family, info in sorted(promotion.get("families", {}).items()):
+        decisions = ", ".join(
+            f"v{d.get('version')}: "
+            + (
+                "kept"
+                if d.get("already")
+                else f"{'promoted' if d.get('promoted') else 'rejected'} "
+                f"({d.get('wins')}/{d.get('draws')}/{d.get('losses')} vs `{d.get('opponent')}`)"
+            )
+            for d in info.get("decisions", [])
+        )
+        version = info.get("production")
+        shown = f"**{version}** (`{info['model']}@production`)" if version else "none yet"
+        lines.append(
+            f"| {family} | {info['model']} | {shown} | {info.get('production_label') or '-'} "
+            f"| {decisions} |"
+        )
+    return lines
+
+
+def write_report(root: Path, games: list[str], out: Path) -> Path:
+    """reports/README.md plus one PNG per game and opponent group."""
+    root, out = Path(root), Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    lines = [
+        "# gridbots: what was trained, how strong it is, what is in production",
+        "",
+        "Built by `dvc repro` (stage `report`) from `evaluation/*/summary.json` and "
+        "`promotion/*.json`. Success rate = wins / games; score counts a draw as half a win. "
+        "Each pairing plays every scenario twice with sides swapped.",
+    ]
+    for game in games:
+        summary_path = root / "evaluation" / game / "summary.json"
+        promotion_path = root / "promotion" / f"{game}.json"
+        lines += ["", f"## {game}", ""]
+        if not summary_path.is_file():
+            lines.append("No tournament results yet.")
+            continue
+        summary = json.loads(summary_path.read_text())
+        rows = model_rows(summary)
+        lines.append(
+            f"Trained bots: {', '.join(summary['bots'])}; {summary['games_per_pairing']} games "
+            f"per pairing, seed {summary['seed']}."
+        )
+        for group in GROUPS:
+            chosen = [r for r in rows if r["group"] == group]
+            if not chosen:
+                continue
+            picture = f"{game}-{group}.png"
+            bar_chart(chosen, out / picture, f"{game}: models vs {group}")
+            lines += ["", f"### vs {group}", "", *markdown_table(chosen), "", f"![]({picture})"]
+        lines += ["", "### Standings (every game each bot played)", ""]
+        lines += ["| rank | bot | score | 95% interval | games |", "|---:|---|---:|---|---:|"]
+        for rank, s in enumerate(summary["standings"], start=1):
+            lines.append(
+                f"| {rank} | `{s['spec']}` | {s['score']:.3f} | "
+                f"[{s['score_low']:.3f}, {s['score_high']:.3f}] | {s['games']} |"
+            )
+        lines += ["", "### Production", ""]
+        if promotion_path.is_file():
+            lines += production_lines(json.loads(promotion_path.read_text()))
+        else:
+            lines.append("No promotion decisions yet.")
+    lines += [
+        "",
+        "## Where to look next",
+        "",
+        "- `gridbots bots list`: every registered version with its evidence tags",
+        "- `make ui`: the Prefect UI (flow runs) and the MLflow UI (runs, sweeps, registry)",
+        "- `dvc plots show`: training curves; `dvc metrics show`: tournament and training numbers",
+    ]
+    path = out / "README.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -1,0 +1,289 @@
+"""`gridbots stage NAME …` (what dvc.yaml runs), `gridbots repro`, `gridbots serve`, `gridbots ui`.
+
+One stage = one command = one Prefect flow in flows/pipeline.py. Every stage reads params.yaml
+first and refuses a missing or wrong-typed key with one line naming it and the stage (exit 2).
+Without PREFECT_API_URL Prefect starts a temporary server per command (about 10 s each), so
+`gridbots repro` (what `make demo` runs) starts one server for the whole `dvc repro`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+stage_app = typer.Typer(help="Pipeline stages (dvc.yaml runs these).", no_args_is_help=True)
+GAME = Annotated[str, typer.Argument(help="Game whose chain the stage belongs to.")]
+PARAMS = Annotated[Path, typer.Option("--params", help="Parameters file.")]
+DASK = Annotated[
+    str | None,
+    typer.Option("--dask-address", help="tcp://HOST:PORT of a Dask scheduler (else params)."),
+]
+ROOT = Path(".")
+DEFAULT_PARAMS = Path("params.yaml")
+
+
+def _quiet() -> None:
+    for key, value in (
+        ("DO_NOT_TRACK", "1"),
+        ("MLFLOW_DISABLE_TELEMETRY", "1"),
+        ("DVC_NO_ANALYTICS", "1"),
+        ("GX_ANALYTICS_ENABLED", "false"),
+        ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"),
+        ("TF_CPP_MIN_LOG_LEVEL", "2"),
+    ):
+        os.environ.setdefault(key, value)
+
+
+def _load(stage: str, game: str | None, name: str | None, path: Path) -> dict:
+    from flows.params import load_for
+
+    _quiet()
+    return load_for(stage, game, name, path)
+
+
+@stage_app.command("generate")
+def generate(
+    game: GAME,
+    technique: Annotated[str, typer.Argument(help="A key of GAME.datasets.")],
+    params: PARAMS = DEFAULT_PARAMS,
+    dask: DASK = None,
+):
+    """data/GAME/TECHNIQUE: the dataset's shards fanned out on the task runner."""
+    from flows.pipeline import generate_flow
+
+    result = generate_flow(ROOT, _load("generate", game, technique, params), game, technique, dask)
+    typer.echo(f"data/{game}/{technique}: {result['counts']}")
+
+
+@stage_app.command("validate")
+def validate(game: GAME, technique: str, params: PARAMS = DEFAULT_PARAMS):
+    """validation/GAME/TECHNIQUE.json, only when the dataset passes every suite."""
+    from flows.pipeline import validate_flow
+
+    verdict = validate_flow(ROOT, _load("validate", game, technique, params), game, technique)
+    typer.echo(verdict["summary"])
+
+
+@stage_app.command("encode")
+def encode(game: GAME, name: str, params: PARAMS = DEFAULT_PARAMS):
+    """encoded/GAME/NAME.npz from a validated dataset."""
+    from flows.pipeline import encode_flow
+
+    result = encode_flow(ROOT, _load("encode", game, name, params), game, name)
+    typer.echo(f"encoded/{game}/{name}.npz: {result['rows']} rows")
+
+
+@stage_app.command("train")
+def train(game: GAME, name: str, params: PARAMS = DEFAULT_PARAMS):
+    """trained/GAME/NAME: a sweep on MLflow, the best run registered."""
+    from flows.pipeline import train_flow
+
+    result = train_flow(ROOT, _load("train", game, name, params), game, name)
+    typer.echo(
+        f"trained/{game}/{name}: run {result['run_id']}, version {result['version']}, "
+        f"{result['configurations']} configuration(s)"
+    )
+
+
+@stage_app.command("export")
+def export(game: GAME, params: PARAMS = DEFAULT_PARAMS):
+    """exports/GAME: every trained model's file, checked and played once."""
+    from flows.pipeline import export_flow
+
+    for item in export_flow(ROOT, _load("export", game, None, params), game):
+        typer.echo(f"exports/{game}/{item['name']}/{item['file']} (parity {item['parity']})")
+
+
+@stage_app.command("evaluate")
+def evaluate(game: GAME, params: PARAMS = DEFAULT_PARAMS, dask: DASK = None):
+    """evaluation/GAME: the tournament (Parquet, JSON, PNG)."""
+    from flows.pipeline import evaluate_flow
+
+    summary = evaluate_flow(ROOT, _load("evaluate", game, None, params), game, dask)
+    for rank, row in enumerate(summary["standings"], start=1):
+        typer.echo(f"{rank}. {row['spec']}: {row['score']:.3f} over {row['games']} games")
+
+
+@stage_app.command("promote")
+def promote(game: GAME, params: PARAMS = DEFAULT_PARAMS):
+    """promotion/GAME.json: the gate for each family's new versions."""
+    from flows.pipeline import promote_flow
+
+    result = promote_flow(ROOT, _load("promote", game, None, params), game)
+    for family, info in result["families"].items():
+        typer.echo(f"{info['model']}: production = {info['production'] or 'none'}")
+
+
+@stage_app.command("report")
+def report(params: PARAMS = DEFAULT_PARAMS):
+    """reports/README.md and the bar charts."""
+    from flows.pipeline import report_flow
+
+    typer.echo(str(report_flow(ROOT, _load("report", None, None, params))))
+
+
+# ---- servers ----------------------------------------------------------------------------------
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_http(url: str, seconds: float, process: subprocess.Popen) -> bool:
+    import urllib.request
+
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if process.poll() is not None:
+            return False
+        try:
+            urllib.request.urlopen(url, timeout=2)  # noqa: S310 (our own local server)
+            return True
+        except OSError:
+            time.sleep(0.5)
+    return False
+
+
+def start_prefect_server(port: int | None = None) -> tuple[subprocess.Popen, str]:
+    """A Prefect server on 127.0.0.1; (process, API URL)."""
+    port = port or _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
+         "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    api = f"http://127.0.0.1:{port}/api"
+    if not _wait_http(f"{api}/health", 90, process):
+        process.terminate()
+        raise typer.Exit(1)
+    return process, api
+
+
+def repro(
+    params: PARAMS = DEFAULT_PARAMS,
+    force: Annotated[bool, typer.Option("--force", help="dvc repro --force.")] = False,
+):
+    """`dvc repro` with one Prefect server for all stages, then where to look."""
+    _quiet()
+    if not Path(".dvc").is_dir():
+        subprocess.run(["dvc", "init", "-q"], check=True)
+    env = dict(os.environ)
+    server = None
+    if not env.get("PREFECT_API_URL"):
+        typer.echo("starting a Prefect server for this run …", err=True)
+        server, env["PREFECT_API_URL"] = start_prefect_server()
+    try:
+        code = subprocess.run(["dvc", "repro", *(["--force"] if force else [])], env=env).returncode
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=30)
+    if code:
+        raise typer.Exit(code)
+    where(params)
+
+
+def where(params: PARAMS = DEFAULT_PARAMS):
+    """Where the results are: tournament table, production versions, UIs, report."""
+    import json
+
+    from flows.params import load
+
+    settings = load(params)
+    for game in settings.get("games", []):
+        summary = Path("evaluation") / game / "summary.json"
+        if summary.is_file():
+            typer.echo(f"\n{game} tournament ({summary}, games.parquet beside it):")
+            for rank, row in enumerate(json.loads(summary.read_text())["standings"], start=1):
+                typer.echo(f"  {rank}. {row['spec']}: score {row['score']:.3f} / {row['games']}")
+        promotion = Path("promotion") / f"{game}.json"
+        if promotion.is_file():
+            for info in json.loads(promotion.read_text())["families"].values():
+                typer.echo(
+                    f"  {info['model']}@production = version {info['production'] or 'none'} "
+                    f"({info.get('production_label') or '-'})"
+                )
+    typer.echo(
+        "\nreport: reports/README.md (charts beside it)\n"
+        "registry: gridbots bots list\n"
+        "UIs: make ui (Prefect and MLflow on 127.0.0.1, addresses printed)\n"
+        "curves: dvc plots show; numbers: dvc metrics show"
+    )
+
+
+def ui(
+    prefect_port: Annotated[int, typer.Option(help="Prefect UI port.")] = 4200,
+    mlflow_port: Annotated[int, typer.Option(help="MLflow UI port.")] = 5000,
+    params: PARAMS = DEFAULT_PARAMS,
+):
+    """Starts the Prefect server and the MLflow UI on 127.0.0.1; Ctrl-C stops both."""
+    _quiet()
+    uri = os.environ.get("MLFLOW_TRACKING_URI") or _tracking_uri(params)
+    prefect, api = start_prefect_server(prefect_port)
+    mlflow = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri,
+         "--host", "127.0.0.1", "--port", str(mlflow_port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    typer.echo(f"Prefect UI: http://127.0.0.1:{prefect_port}  (API {api})")
+    typer.echo(f"MLflow UI:  http://127.0.0.1:{mlflow_port}  (store {uri})")
+    typer.echo("Ctrl-C stops both.")
+    try:
+        while prefect.poll() is None and mlflow.poll() is None:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for process in (prefect, mlflow):
+            process.terminate()
+
+
+def _tracking_uri(params: Path) -> str:
+    from flows.params import load
+
+    try:
+        return str(load(params).get("mlflow", {}).get("tracking_uri") or "sqlite:///mlflow.db")
+    except Exception:  # the UI still opens on the default store
+        return "sqlite:///mlflow.db"
+
+
+def deployment(params: dict, root: str = "."):
+    """The improvement cycle as a deployment with params.yaml's cron schedule."""
+    from prefect.schedules import Cron
+
+    from flows.pipeline import improvement_cycle
+
+    serve = params["serve"]
+    return improvement_cycle.to_deployment(
+        name=serve["name"],
+        schedule=Cron(serve["cron"], timezone=serve["timezone"]),
+        parameters={"root": str(Path(root).resolve())},
+        description="dvc repro, then the promotion gate of every game",
+    )
+
+
+def serve(params: PARAMS = DEFAULT_PARAMS):
+    """Serves the improvement cycle on its cron schedule (the Prefect UI lists and triggers it)."""
+    from prefect import serve as prefect_serve
+
+    settings = _load("serve", None, None, params)
+    typer.echo(f"serving improvement-cycle, cron {settings['serve']['cron']!r}; Ctrl-C stops")
+    prefect_serve(deployment(settings))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(stage_app, name="stage")
+    app.command("repro")(repro)
+    app.command("where")(where)
+    app.command("serve")(serve)
+    app.command("ui")(ui)
