@@ -38,7 +38,6 @@ _BUILTIN_MODULES = (
     "agents.simab",
     "agents.planner",
     "agents.lazerbike_agents",
-    "agents.registry_agent",
     "agents.seq_agent",
     "agents.onnx_agent",
 )
@@ -86,8 +85,19 @@ def make(spec: str, game: Game, seed: int | None = None) -> Agent:
         importlib.import_module(module)
     name, options = parse_spec(spec)
     if name not in _BUILDERS:
+        _load_plugin(name)
+    if name not in _BUILDERS:
         raise AgentError(f"unknown agent {name!r}; known: {', '.join(sorted(_BUILDERS))}")
     return _BUILDERS[name](game, spec, seed=seed, **options)
+
+
+def _load_plugin(name: str) -> None:
+    """Agents that live in higher layers (`registry:` needs MLflow, in models/) register through
+    the `gridbots.agents` entry points of pyproject.toml, so agents/ never imports them."""
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group="gridbots.agents", name=name):
+        importlib.import_module(entry.value)
 
 
 def make_seats(specs: str, game: Game, seed: int = 0) -> list[Agent]:

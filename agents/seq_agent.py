@@ -1,14 +1,14 @@
 """`seq:model=PATH`: next-action prediction from the whole history (LSTM, HMM or CRF).
 
-The framing every sequence family shares (the study's, Part IV §1.1, plus a start symbol):
-a history is folded into rounds exactly as `features.encode` folds a dataset's sequences (both
-use agents.sequence_codec), and the model reads the rounds *before* the one in which the player will act. Position k of a
-sequence observes round k - 1 (position 0 a begin-of-game symbol) and is labelled with the
-player's action in round k. Training takes every position of a game; playing predicts the
-label of the last one. In a turn-based game the player acts in the last round when it has
-not acted in it yet (that round is then not observed: the folding puts the player's action
-into it, so the opponent's latest move of the same round is the guards' business, exactly as
-it is unseen in training); otherwise in a new round.
+The framing every sequence family shares (the study's, Part IV §1.1, plus a start symbol): a
+history is folded into rounds exactly as `features.encode` folds a dataset's sequences (both use
+agents.sequence_codec), and the model reads the rounds *before* the one in which the player
+will act. Position k of a sequence observes round k - 1 (position 0 a begin-of-game symbol) and
+is labelled with the player's action in round k. Training takes every position of a game;
+playing predicts the label of the last one. In a turn-based game the player acts in the last
+round when it has not acted in it yet (that round is then not observed: the folding puts the
+player's action into it, so the opponent's latest move of the same round is the guards'
+business, exactly as it is unseen in training); otherwise in a new round.
 
 Agents never import TensorFlow: ONNX models run on onnxruntime, HMMs are JSON parameters
 decoded by hmmlearn, CRFs are CRFsuite files tagged by pycrfsuite. The guards of `random`

@@ -315,7 +315,11 @@ def write_curve(path: Path, history: dict[str, list[float]]) -> None:
 
 
 # ---- export ------------------------------------------------------------------------------------
-SPEC_OF_KIND = {"onnx": "onnx:{path}", "hmm-json": "seq:model={path}", "crfsuite": "seq:model={path}"}
+SPEC_OF_KIND = {
+    "onnx": "onnx:{path}",
+    "hmm-json": "seq:model={path}",
+    "crfsuite": "seq:model={path}",
+}
 
 
 @task(**RETRIES)
@@ -545,7 +549,9 @@ def promote_flow(root: Path, params: dict, game: str) -> dict[str, Any]:
             "decisions": decisions,
         }
     write_json(root / "promotion" / f"{game}.json", result)
-    metrics = {f"{f}.promoted": float(v["production"] is not None) for f, v in result["families"].items()}
+    metrics = {
+        f"{f}.promoted": float(v["production"] is not None) for f, v in result["families"].items()
+    }
     log_stage_run(root, params, game, "promote", metrics)
     return result
 

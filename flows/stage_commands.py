@@ -116,7 +116,7 @@ def promote(game: GAME, params: PARAMS = DEFAULT_PARAMS):
     from flows.pipeline import promote_flow
 
     result = promote_flow(ROOT, _load("promote", game, None, params), game)
-    for family, info in result["families"].items():
+    for info in result["families"].values():
         typer.echo(f"{info['model']}: production = {info['production'] or 'none'}")
 
 
@@ -145,7 +145,7 @@ def _wait_http(url: str, seconds: float, process: subprocess.Popen) -> bool:
         if process.poll() is not None:
             return False
         try:
-            urllib.request.urlopen(url, timeout=2)  # noqa: S310 (our own local server)
+            urllib.request.urlopen(url, timeout=2)  # our own local server
             return True
         except OSError:
             time.sleep(0.5)

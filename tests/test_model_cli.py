@@ -22,7 +22,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*noload.*")
 
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory):
-    from agents import registry_agent
+    from models import registry_agent
 
     root = tmp_path_factory.mktemp("cli")
     with mlflow_sandbox(root, tmp_path_factory.getbasetemp()) as patch:

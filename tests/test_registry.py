@@ -44,7 +44,7 @@ class StubOnnxAgent(Agent):
 
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory):
-    from agents import registry_agent
+    from models import registry_agent
 
     root = tmp_path_factory.mktemp("registry")
     with mlflow_sandbox(root, tmp_path_factory.getbasetemp()) as patch:
@@ -174,8 +174,8 @@ def test_a_corrupt_onnx_artifact_is_refused(sandbox, versions):
 
 def test_a_registered_value_model_plays_through_the_real_onnx_agent(sandbox, versions, monkeypatch):
     """No stub agent here: `onnx:PATH` reads kind=value and searches with alphabeta on it."""
-    from agents import registry_agent
     from agents.alphabeta import AlphaBetaAgent
+    from models import registry_agent
     from models.tracking import train
 
     monkeypatch.setitem(registry_agent.INNER_SPECS, "onnx", "onnx:{path}")

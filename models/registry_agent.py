@@ -1,5 +1,8 @@
 """`registry:NAME@ALIAS` / `registry:NAME/VERSION` (default `@production`): a registered bot.
 
+It lives in models/ because it reads the MLflow registry; agents.make finds it through the
+`gridbots.agents` entry point declared in pyproject.toml, so the agents layer stays below.
+
 The version's raw artifact is fetched from MLflow into a local cache (models.registry.download;
 never a pickle, never TensorFlow) and played by the agent its kind calls for: ONNX files through
 `onnx:PATH` (which reads sequence / value from the file's metadata), HMM JSON and CRFsuite files

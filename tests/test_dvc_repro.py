@@ -1,0 +1,122 @@
+"""`dvc repro` on a throw-away copy of the repository with a tiny profile.
+
+The real dvc.yaml runs end to end (both games' chains and the report); a second `dvc repro`
+does nothing and says so; changing one parameter marks only the stage that reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+
+def tiny_profile() -> dict:
+    """Both chains at their smallest: one dataset, one encoding, one model (HMM) per game."""
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["promote"]["games"] = 4
+    for game, options in (
+        ("connect4", {"x": 12, "y": 2, "shard_size": 12}),
+        ("lazerbike", {"x": 10, "y": 2, "shard_size": 10}),
+    ):
+        chain = params[game]
+        chain["datasets"] = {"randomized": {"seed": 1, "options": options}}
+        chain["validation"] = {"sample": 20, "seed": 0}
+        chain["encodings"] = {
+            "qualitative": {"encoding": "qualitative", "dataset": "randomized", "options": {}}
+        }
+        chain["models"] = {
+            "hmm": {"family": "hmm", "encoding": "qualitative", "params": {}, "sweep": {}}
+        }
+        chain["evaluate"] = {"games": 2, "seed": 0, "opening": 0, "baselines": ["random"]}
+    return params
+
+
+def copy_repo(target: Path) -> None:
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+        cwd=REPO, capture_output=True, check=True,
+    ).stdout.decode().split("\0")  # fmt: skip
+    for name in filter(None, listed):
+        source = REPO / name
+        if source.is_file() and not name.startswith((".venv/", "tests/")):
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    root = tmp_path_factory.mktemp("repo")
+    copy_repo(root)
+    (root / "params.yaml").write_text(yaml.safe_dump(tiny_profile(), sort_keys=False))
+    git(root, "init", "-q")
+    git(root, "config", "user.email", "test@example.invalid")
+    git(root, "config", "user.name", "test")
+    if not (root / ".dvc").is_dir():
+        subprocess.run([BIN / "dvc", "init", "-q"], cwd=root, check=True)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "tiny profile")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "PREFECT_", "DVC_"))}
+    env.update(
+        PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+        DVC_NO_ANALYTICS="1",
+        DO_NOT_TRACK="1",
+        MLFLOW_DISABLE_TELEMETRY="1",
+        GX_ANALYTICS_ENABLED="false",
+        GRIDBOTS_MODEL_CACHE=str(root / ".model-cache"),
+    )
+    with prefect_test_harness():  # one server for every stage instead of one per stage
+        env["PREFECT_API_URL"] = PREFECT_API_URL.value()
+        yield root, env
+
+
+def dvc(repo, *args: str) -> subprocess.CompletedProcess:
+    root, env = repo
+    return subprocess.run(
+        [str(BIN / "dvc"), *args], cwd=root, env=env, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_repro_runs_the_chain_then_does_nothing_then_only_what_changed(repo):
+    root, _ = repo
+    first = dvc(repo, "repro")
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    for game in ("connect4", "lazerbike"):
+        verdict = json.loads((root / "validation" / game / "randomized.json").read_text())
+        assert verdict["success"]
+        assert (root / "evaluation" / game / "games.parquet").is_file()
+        promotion = json.loads((root / "promotion" / f"{game}.json").read_text())
+        assert set(promotion["families"]) == {"hmm"}
+    report = (root / "reports" / "README.md").read_text()
+    assert "## connect4" in report and "## lazerbike" in report and "Production" in report
+    lock = yaml.safe_load((root / "dvc.lock").read_text())
+    assert "train-connect4@hmm" in lock["stages"] and "report" in lock["stages"]
+
+    again = dvc(repo, "repro")
+    assert again.returncode == 0
+    assert "Running stage" not in again.stdout
+    assert "didn't change, skipping" in again.stdout or "is up to date" in again.stdout
+
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["lazerbike"]["evaluate"]["games"] = 4
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    status = dvc(repo, "status", "--json")
+    changed = set(json.loads(status.stdout))
+    assert changed == {"evaluate-lazerbike"}, status.stdout

@@ -1,0 +1,236 @@
+"""The pipeline's flows on a tiny Connect 4 profile, in process, with prefect_test_harness.
+
+The whole chain runs once (module fixture) against a temporary MLflow store: validated shards,
+encodings, an HMM and a value-MLP (ONNX, parity checked) trained as sweeps and registered, the
+export played once, a tournament in Parquet, the promotion gate setting `production`, and a
+report naming it. Then bad input: params errors name the key and the stage, a dataset that
+fails validation stops the chain with the summary, and a failed stage leaves no output.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from flows import pipeline
+from flows.params import ParamsError, check, load
+
+REPO = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+
+def tiny_params() -> dict:
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["games"] = ["connect4"]
+    params["promote"]["games"] = 8
+    chain = params["connect4"]
+    chain["datasets"] = {
+        "randomized": {"seed": 1, "options": {"x": 40, "y": 3, "shard_size": 30}},
+        "battle": {"seed": 2, "options": {"x": 8, "y": 2, "shard_size": 4}},
+    }
+    chain["validation"] = {"sample": 50, "seed": 0}
+    chain["encodings"] = {
+        "qualitative": {"encoding": "qualitative", "dataset": "battle", "options": {}},
+        "board_onehot": {"encoding": "board-onehot", "dataset": "randomized", "options": {}},
+    }
+    chain["models"] = {
+        "hmm": {"family": "hmm", "encoding": "qualitative", "params": {}, "sweep": {}},
+        "value_mlp": {
+            "family": "value-mlp",
+            "encoding": "board_onehot",
+            "params": {"epochs": 2, "width": 16},
+            "sweep": {"learning_rate": [0.003, 0.01]},
+        },
+    }
+    chain["evaluate"] = {"games": 4, "seed": 0, "opening": 2, "baselines": ["random"]}
+    return params
+
+
+@pytest.fixture(scope="module")
+def harness():
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness():
+        yield
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory, harness):
+    root = tmp_path_factory.mktemp("pipeline")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlflow.db'}")
+    patch.setenv("MLFLOW_DISABLE_TELEMETRY", "1")
+    patch.setenv("GRIDBOTS_MODEL_CACHE", str(root / "cache"))
+    patch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+    params = tiny_params()
+    results = {"generate": {}, "train": {}}
+    for technique in params["connect4"]["datasets"]:
+        check(params, "generate", "connect4", technique)
+        results["generate"][technique] = pipeline.generate_flow(root, params, "connect4", technique)
+        pipeline.validate_flow(root, params, "connect4", technique)
+    for name in params["connect4"]["encodings"]:
+        pipeline.encode_flow(root, params, "connect4", name)
+    for name in params["connect4"]["models"]:
+        results["train"][name] = pipeline.train_flow(root, params, "connect4", name)
+    results["export"] = pipeline.export_flow(root, params, "connect4")
+    results["evaluate"] = pipeline.evaluate_flow(root, params, "connect4")
+    results["promote"] = pipeline.promote_flow(root, params, "connect4")
+    results["report"] = pipeline.report_flow(root, params)
+    yield root, params, results
+    patch.undo()
+
+
+def test_shards_are_validated_and_match_a_plain_generate_run(chain, tmp_path):
+    from features.store import generate_dataset, read_manifest
+
+    root, params, results = chain
+    for technique, outcome in results["generate"].items():
+        verdict = json.loads((root / "validation/connect4" / f"{technique}.json").read_text())
+        assert verdict["success"] and verdict["content_hash"] == outcome["content_hash"]
+        manifest = read_manifest(root / "data/connect4" / technique)
+        assert manifest["complete"] and manifest["planned_shards"] == len(manifest["shards"])
+    settings = params["connect4"]["datasets"]["battle"]
+    plain = generate_dataset(
+        tmp_path / "plain", "connect4", "battle", settings["options"], seed=settings["seed"]
+    )  # the fanned-out shards are the rows `gridbots generate` writes
+    assert plain["content_hash"] == results["generate"]["battle"]["content_hash"]
+    assert not list((root / "data/connect4").glob(".*"))  # no scratch folder left
+
+
+def test_training_exports_onnx_with_parity_and_tracks_lineage(chain):
+    from models.tracking import client, onnx_signature, read_onnx
+
+    root, _, results = chain
+    mlp = results["train"]["value_mlp"]
+    assert mlp["configurations"] == 2 and mlp["version"] == "1"
+    exported = {e["name"]: e for e in results["export"]}
+    assert (
+        exported["value_mlp"]["kind"] == "onnx" and float(exported["value_mlp"]["parity"]) <= 1e-4
+    )
+    proto = read_onnx(root / "exports/connect4/value_mlp" / exported["value_mlp"]["file"])
+    assert onnx_signature(proto).inputs.input_names() == ["position"]
+    assert exported["hmm"]["kind"] == "hmm-json"
+    run = client().get_run(mlp["run_id"])
+    assert len(run.data.tags["git.commit"]) in (40, 7) or run.data.tags["git.commit"] == "unknown"
+    assert "dvc.lock_sha256" in run.data.tags and run.data.tags["gridbots.stage"].startswith(
+        "train"
+    )
+    curve = (root / "plots/connect4/value_mlp.csv").read_text().splitlines()
+    assert curve[0].startswith("step,") and len(curve) == 3  # header + 2 epochs
+
+
+def test_tournament_parquet_promotion_and_report(chain):
+    root, _, results = chain
+    games = pq.read_table(root / "evaluation/connect4/games.parquet").to_pandas()
+    # each bot vs random, then bot vs bot: 3 pairings of 4 games
+    assert len(games) == 12 and set(games["pairing"]) == {
+        "hmm vs random",
+        "value_mlp vs random",
+        "hmm vs value_mlp",
+    }
+    families = results["promote"]["families"]
+    from models.registry import describe
+
+    for family, info in families.items():
+        aliases = describe(info["model"])["aliases"]
+        assert info["production"] == aliases.get("production"), family
+    promoted = [f for f, info in families.items() if info["production"]]
+    assert promoted, families  # at least one family beat the guarded random baseline
+    report = results["report"].read_text()
+    for family in promoted:
+        assert (
+            f"**{families[family]['production']}** (`{families[family]['model']}@production`)"
+            in report
+        )
+    assert "| hmm | `random` |" in report and (root / "reports/connect4-random.png").is_file()
+
+
+def test_a_dataset_that_fails_validation_stops_the_chain(chain, tmp_path):
+    import shutil
+
+    root, params, _ = chain
+    copy = tmp_path / "root"
+    shutil.copytree(root / "data", copy / "data")
+    shard = next((copy / "data/connect4/battle/games").glob("part-*.parquet"))
+    table = pq.read_table(shard)
+    column = table.schema.get_field_index("length")
+    field = table.schema.field(column)
+    lengths = pa.array([999] * table.num_rows, field.type)  # games longer than the board allows
+    pq.write_table(table.set_column(column, field, lengths), shard)
+    with pytest.raises(pipeline.StageError) as failure:
+        pipeline.validate_flow(copy, params, "connect4", "battle")
+    assert "FAILED" in str(failure.value) and "validate-connect4@battle" in str(failure.value)
+    assert not (copy / "validation/connect4/battle.json").exists()
+    with pytest.raises(pipeline.StageError, match="has not passed validation"):
+        pipeline.encode_flow(copy, params, "connect4", "qualitative")
+    assert not (copy / "encoded/connect4/qualitative.npz").exists()
+
+
+def test_a_failed_stage_leaves_no_output(chain, tmp_path):
+    from features.errors import DataError
+
+    _, params, _ = chain
+    bad = json.loads(json.dumps(params))
+    bad["connect4"]["datasets"]["battle"]["options"]["w"] = 3.0
+    with pytest.raises(DataError):
+        pipeline.generate_flow(tmp_path, bad, "connect4", "battle")
+    assert list((tmp_path / "data/connect4").iterdir()) == []
+
+
+def test_params_errors_name_the_key_and_the_stage(tmp_path, capsys):
+    from flows.cli import main
+
+    params = tiny_params()
+    del params["connect4"]["models"]["hmm"]["family"]
+    with pytest.raises(
+        ParamsError, match=r"stage train-connect4@hmm: key connect4\.models\.hmm\.family is missing"
+    ):
+        check(params, "train", "connect4", "hmm")
+    params = tiny_params()
+    params["connect4"]["evaluate"]["games"] = "many"
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    code = main(["stage", "evaluate", "connect4", "--params", str(path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert "stage evaluate-connect4: key connect4.evaluate.games must be an integer" in err[0]
+    assert check(load(REPO / "params.yaml"), "train", "connect4", "lstm_mse")
+    full = load(REPO / "params-full.yaml")
+    for game in full["games"]:
+        for technique in full[game]["datasets"]:
+            check(full, "generate", game, technique)
+        for name in full[game]["models"]:
+            check(full, "train", game, name)
+
+
+def test_serve_registers_the_cycle_with_the_cron_of_params():
+    from flows.stage_commands import deployment
+
+    built = deployment(load(REPO / "params.yaml"))
+    assert built.name == "improvement-cycle"
+    assert built.schedules[0].schedule.cron == "0 3 * * *"
+
+
+def test_dask_cluster_gives_the_rows_of_a_local_run(chain, tmp_path):
+    pytest.importorskip("prefect_dask")
+    import shutil
+
+    from distributed import LocalCluster
+
+    root, params, _ = chain
+    shutil.copytree(root / "exports", tmp_path / "exports")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster:
+        address = cluster.scheduler_address
+        remote = pipeline.generate_flow(tmp_path, params, "connect4", "randomized", dask=address)
+        pipeline.evaluate_flow(tmp_path, params, "connect4", dask=address)
+    local = json.loads((root / "validation/connect4/randomized.json").read_text())
+    assert remote["content_hash"] == local["content_hash"]
+    columns = ["pairing", "game", "history", "score_a"]
+    here = pq.read_table(root / "evaluation/connect4/games.parquet", columns=columns)
+    there = pq.read_table(tmp_path / "evaluation/connect4/games.parquet", columns=columns)
+    assert here.to_pylist() == there.to_pylist()
