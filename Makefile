@@ -11,7 +11,7 @@ export DVC_NO_ANALYTICS := 1
 export GX_ANALYTICS_ENABLED := false
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: install test demo lint format bench clean
+.PHONY: install test demo ui lint format bench clean
 
 install: $(STAMP)
 
@@ -19,15 +19,21 @@ $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "gridbots needs Python 3.11 or newer")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,peers]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,peers,dask]'
 	@touch $@
 
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
+# set-up, then `dvc repro` of the whole chain (one Prefect server for every stage), then
+# where to look: tournament table, production versions, the UIs, reports/README.md
 demo: $(STAMP)
-	$(BIN)/python -m flows.demo
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/gridbots repro
+
+# the Prefect UI and the MLflow UI on 127.0.0.1 (addresses printed; Ctrl-C stops both)
+ui: $(STAMP)
+	$(BIN)/gridbots ui
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -347,8 +347,9 @@ def export_model(root: Path, game_spec: str, trained: Path, out: Path) -> dict[s
     spec = SPEC_OF_KIND[run["artifact_kind"]].format(path=target.resolve())
     game = parse_game_spec(game_spec)
     state = game.new_initial_state(seed=0)
-    action = make(spec, game, seed=0).step(state)
-    if action not in state.legal_actions(state.current_player()):
+    player = max(state.current_player(), 0)  # seat 0 at a simultaneous node
+    action = make(spec, game, seed=0).step(state, player)
+    if action not in state.legal_actions(player):
         raise StageError(f"{run['name']}: the exported model plays an illegal first move")
     return {
         "name": run["name"],

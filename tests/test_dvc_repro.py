@@ -80,6 +80,7 @@ def repo(tmp_path_factory):
         DO_NOT_TRACK="1",
         MLFLOW_DISABLE_TELEMETRY="1",
         GX_ANALYTICS_ENABLED="false",
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
         GRIDBOTS_MODEL_CACHE=str(root / ".model-cache"),
     )
     with prefect_test_harness():  # one server for every stage instead of one per stage

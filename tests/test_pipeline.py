@@ -27,7 +27,7 @@ pytestmark = pytest.mark.filterwarnings("ignore")
 def tiny_params() -> dict:
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     params["games"] = ["connect4"]
-    params["promote"]["games"] = 8
+    params["promote"].update(games=8, baseline="random")
     chain = params["connect4"]
     chain["datasets"] = {
         "randomized": {"seed": 1, "options": {"x": 40, "y": 3, "shard_size": 30}},
