@@ -184,6 +184,16 @@ def solve(
         raise typer.Exit(status)
 
 
+@app.command()
+def showcase(
+    games: Annotated[int, typer.Option(min=2, help="Games in the MCTS-vs-random match.")] = 20,
+):
+    """A one-minute tour: a rendered game of each kind and an MCTS-vs-random match."""
+    from flows.demo import main as run_showcase
+
+    run_showcase(match_games=games)
+
+
 @app.command("new-game")
 def new_game(
     name: Annotated[str, typer.Argument(help="Module name of the new game.")],

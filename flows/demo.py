@@ -1,4 +1,4 @@
-"""`make demo` until the pipeline exists: rendered games and an MCTS-vs-random match."""
+"""`gridbots showcase`: rendered games of every kind and an MCTS-vs-random match, in a minute."""
 
 from __future__ import annotations
 

@@ -123,3 +123,9 @@ def test_solve_answers_each_line_and_flags_bad_ones():
 def test_solve_refuses_other_games():
     done = gridbots("solve", "othello", stdin="1\n")
     assert done.returncode == 2 and "only connect4" in done.stderr
+
+
+def test_showcase_renders_games_and_plays_a_match():
+    done = gridbots("showcase", "--games", "2")
+    assert done.returncode == 0, done.stderr
+    assert "connect4, 2 games, sides swapped" in done.stdout and "lazerbike" in done.stdout
