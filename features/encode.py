@@ -255,12 +255,16 @@ def encode_dataset(
     from features.store import load_dataset, read_manifest
     from features.validate import game_spec
 
-    spec = game_spec(read_manifest(directory))
+    manifest = read_manifest(directory)
+    spec = game_spec(manifest)
     game = parse_game_spec(spec)
     arrays = function(load_dataset(directory, table_name), game, **options)
     meta = {
         "encoding": name,
         "game": spec,
+        "dataset": str(directory),
+        # the dataset's content hash, so a trained model traces back to its exact rows
+        "manifest_hash": manifest.get("content_hash"),
         "table": table_name,
         "options": options,
         "rows": len(next(iter(arrays.values()))),

@@ -325,3 +325,11 @@ def test_encode_bad_input_is_one_line_exit_2(dataset, tmp_path, capsys):
     assert main(["encode", str(tmp_path / "none"), "--encoding", "planes", "--out", out]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and "unknown encoding 'morse'" in err[0]
+
+
+def test_encoded_file_records_the_dataset_content_hash(dataset):
+    from features.store import read_manifest
+
+    _, meta = enc.encode_dataset(dataset, "quantitative")
+    assert meta["manifest_hash"] == read_manifest(dataset)["content_hash"]
+    assert len(meta["manifest_hash"]) == 64
