@@ -20,7 +20,7 @@ from numba import njit
 from agents.base import AgentError
 from engine.bits import new_rng, rand_below
 from engine.loops import sample_chance
-from engine.protocol import Game
+from engine.protocol import CHANCE, SIMULTANEOUS, TERMINAL, Game
 from engine.specialise import (
     apply_action,
     apply_joint,
@@ -31,9 +31,6 @@ from engine.specialise import (
     returns,
 )
 
-CHANCE = -1
-SIMULTANEOUS = -2
-TERMINAL = -4
 WIN, BLOCK, SAFE = 1, 2, 4
 GUARDS = {"win": WIN, "block": BLOCK, "safe": SAFE}
 

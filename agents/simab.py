@@ -23,11 +23,11 @@ import time
 import numpy as np
 from numba import njit
 
+from agents.alphabeta import WIN_SCALE, result_value
 from agents.base import Agent, AgentError, builder, option
 from engine.protocol import SIMULTANEOUS, TERMINAL, Game, State
-from engine.specialise import apply_joint, bind, current_player, generic, legal_actions, returns
+from engine.specialise import apply_joint, bind, current_player, generic, legal_actions
 
-WIN_SCALE = 1000.0
 INF = 1e18
 SIMS, LEAVES, ABORTED, MIN_NODES = 0, 1, 2, 3
 MAX_DEPTH = 64
@@ -41,18 +41,6 @@ def evaluate(s, player):
 @njit(cache=True)
 def zero_evaluate(s, player):
     """The heuristic of a game without one: only finished games tell anything apart."""
-    return 0.0
-
-
-@generic(inline=True)
-def result_value(s, me, laps, out):
-    """A finished game for `me`: its return scaled past any evaluation."""
-    returns(s, out)
-    r = out[me]
-    if r > 0:
-        return r * WIN_SCALE - laps
-    if r < 0:
-        return r * WIN_SCALE + laps
     return 0.0
 
 

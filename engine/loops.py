@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine.bits import rand_below, rand_unit
+from engine.protocol import CHANCE, SIMULTANEOUS, TERMINAL
 from engine.specialise import (
     apply_action,
     apply_joint,
@@ -20,10 +21,6 @@ from engine.specialise import (
     legal_actions,
     returns,
 )
-
-CHANCE = -1
-SIMULTANEOUS = -2
-TERMINAL = -4
 
 
 @generic(inline=True)

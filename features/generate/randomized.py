@@ -23,7 +23,7 @@ from numba import njit
 
 from engine.bits import new_rng, rand_below
 from engine.loops import sample_chance
-from engine.protocol import Game
+from engine.protocol import CHANCE, SIMULTANEOUS, TERMINAL, Game
 from engine.specialise import (
     apply_action,
     apply_joint,
@@ -36,9 +36,6 @@ from engine.specialise import (
 from features.errors import DataError
 from features.schema import GAMES, POSITIONS, SEQUENCES
 
-CHANCE = -1
-SIMULTANEOUS = -2
-TERMINAL = -4
 TRIES = 8  # random joint moves / chance draws tried before a walk gives up on a step
 MAX_JOINTS = 4096  # joint moves of the others enumerated for immediate wins
 

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from agents.guards import lap_filter, wins
-from engine.protocol import Game, State
+from engine.protocol import CHANCE, SIMULTANEOUS, TERMINAL, Game, State
 from engine.specialise import (
     apply_action,
     apply_joint,
@@ -31,10 +31,6 @@ from engine.specialise import (
     returns,
 )
 from features.schema import GAMES, POSITIONS, SEQUENCES
-
-CHANCE = -1
-SIMULTANEOUS = -2
-TERMINAL = -4
 
 
 # ---- numba loops --------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from numba import njit
 
 from engine.bits import new_rng
 from engine.loops import apply_child, expand, random_playout, sample_chance
-from engine.protocol import Game
+from engine.protocol import CHANCE, SIMULTANEOUS, TERMINAL, Game
 from engine.specialise import (
     apply_action,
     apply_joint,
@@ -37,9 +37,6 @@ from engine.specialise import (
 from features.errors import DataError
 from features.generate.randomized import _append_game, _record, build_tables, wins_at_once
 
-CHANCE = -1
-SIMULTANEOUS = -2
-TERMINAL = -4
 MAX_NODE, MIN_NODE, CHANCE_NODE, SIM_NODE = 0, 1, 2, 3
 INF = 1e9
 
