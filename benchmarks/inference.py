@@ -130,16 +130,9 @@ def search_rates(spec: str, depth: int, positions: int) -> dict[str, float]:
     for k in range(positions):
         state = g.new_initial_state(seed=k, opening=6)
         began = time.perf_counter()
-        if agent._onnx is not None:  # the Python search of agents.onnx_eval
-            search, value = agent._onnx, agent._onnx.value
-            search.nodes, before = 0, value.evaluations
-            search.search(state.array, depth)
-            nodes += search.nodes
-            evaluations += value.evaluations - before
-        else:  # the numba search: its stats count nodes and evaluated leaves
-            _, _, stats = agent._run(state.array, depth, 1 << 62)
-            nodes += int(stats[0])
-            evaluations += int(stats[1])
+        out = agent.core.search(state.array, state.current_player(), depth)  # the shared core
+        nodes += out.nodes
+        evaluations += out.leaves  # network leaves (batched) or playout-evaluated leaves
         seconds += time.perf_counter() - began
     return {
         "evals_per_s": evaluations / seconds,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from agents import AgentError, make
-from agents.alphabeta import ABORTED, WIN_SCALE
+from agents.alphabeta import WIN_SCALE
 from engine import load_game
 from engine.conformance import check_game
 from engine.games.connect4 import Connect4
@@ -64,8 +64,26 @@ def test_forced_win_connect4(connect4):
     assert make("alphabeta:depth=4", connect4).analyse(state).value == -(WIN_SCALE - 2)
 
 
-@pytest.mark.parametrize("name,depth,plies", [("connect4", 4, (4, 14)), ("othello", 3, (4, 30))])
-def test_agrees_with_plain_minimax(name, depth, plies):
+def root_values(game, state, depth: int) -> list[tuple[int, float]]:
+    """Every root move with its plain-minimax value for the player to move, in legal order."""
+    root, values = state.current_player(), []
+    for a in state.legal_actions():
+        child = state.clone()
+        child.apply_action(a)
+        nxt = child.current_player()
+        child_view = nxt if nxt >= 0 else root
+        value = minimax(game, child.array, depth - 1, 1, child_view)
+        values.append((a, value if child_view == root else -value))
+    return values
+
+
+@pytest.mark.parametrize(
+    "name,depth,plies",
+    [("connect4", 4, (4, 14)), ("connect4", 1, (0, 10)), ("othello", 3, (4, 30))],
+)
+def test_fixed_depth_is_plain_minimax_value_and_move(name, depth, plies):
+    """`depth=N` plays exactly what plain minimax to N plies plays: its value and its first
+    best move in legal order, however the table and move ordering have been primed."""
     game = load_game(name)
     agent = make(f"alphabeta:depth={depth}", game, seed=0)
     rng = np.random.default_rng(7)
@@ -73,17 +91,13 @@ def test_agrees_with_plain_minimax(name, depth, plies):
         state = game.new_initial_state(seed=i, opening=int(rng.integers(*plies)))
         if state.is_terminal():
             continue
-        expected = minimax(game, state.array, depth)
+        values = root_values(game, state, depth)
+        expected = max(v for _, v in values)
+        first_best = next(a for a, v in values if v == expected)
         result = agent.analyse(state)
-        if not result.exact:
-            assert result.depth == depth
+        assert result.depth == depth
         assert result.value == expected, (state.history(), result, expected)
-        child = state.clone()
-        child.apply_action(result.move)  # the move achieves the value
-        root, nxt = state.current_player(), child.current_player()
-        child_view = nxt if nxt >= 0 else root
-        child_value = minimax(game, child.array, depth - 1, 1, child_view)
-        assert (child_value if child_view == root else -child_value) == expected
+        assert result.move == first_best, (state.history(), result, values)
 
 
 def test_respects_time_and_node_budget(connect4):
@@ -93,8 +107,8 @@ def test_respects_time_and_node_budget(connect4):
     result = agent.analyse(state)
     assert time.perf_counter() - began < 1.0  # generous: shared CI cores
     assert 2 <= result.depth < connect4.max_game_length
-    stats = agent._run(state.array, 12, 50)[2]  # a node budget stops a search mid-way
-    assert stats[ABORTED] == 1
+    stopped = agent.core.search(state.array, 0, 12, budget=50)  # a node budget stops it
+    assert stopped.aborted and stopped.nodes == 51 and not stopped.exact
 
 
 def test_deterministic_for_a_seed(connect4):

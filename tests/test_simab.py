@@ -79,16 +79,17 @@ def test_cuts_the_opponent_off():
 def test_min_node_enumerates_joint_moves_of_all_others():
     g3 = parse_game_spec("lazerbike:players=3")
     s = g3.new_initial_state()
-    _, _, stats = search(g3, s.array, 0, 1, prune=False)
-    assert stats[3] == 3 and stats[0] == 27  # 3 own actions, each against 3 x 3 joint moves
+    # nodes: the lap's MAX node, one MIN node per own action, one child per joint move
+    _, _, out = search(g3, s.array, 0, 1, prune=False)
+    assert out.nodes == 1 + 3 + 27  # 3 own actions, each against 3 x 3 joint moves
     _, _, pruned = search(g3, s.array, 0, 1)
-    assert 9 <= pruned[0] <= 27
+    assert 1 + 3 + 9 <= pruned.nodes <= 1 + 3 + 27
     s.array[lb.ALIVE + 2] = 0  # a dead bike plays the neutral action only
-    _, _, stats = search(g3, s.array, 0, 1, prune=False)
-    assert stats[0] == 9
+    _, _, out = search(g3, s.array, 0, 1, prune=False)
+    assert out.nodes == 1 + 3 + 9
     g2 = load_game("lazerbike")
-    _, _, stats = search(g2, g2.new_initial_state().array, 1, 2, prune=False)
-    assert stats[0] == 9 + 9 * 9  # lap 1: 3 x 3; lap 2: 9 children, each 3 x 3 again
+    _, _, out = search(g2, g2.new_initial_state().array, 1, 2, prune=False)
+    assert out.nodes == 1 + 3 + 9 + 9 * 3 + 9 * 9  # lap 2: 9 MAX nodes, 27 MIN, 81 children
 
 
 def random_positions(game, count: int, seed: int):
@@ -130,7 +131,7 @@ def test_team_mates_do_not_change_the_choice():
     t = g_free.new_initial_state(seed=3, start="random")
     _, _, a = search(g_team, s.array, 0, 2, prune=False)
     _, _, b = search(g_free, t.array, 0, 2, prune=False)
-    assert a[0] == b[0]  # the same joint moves enumerated
+    assert a.nodes == b.nodes  # the same joint moves enumerated
 
 
 def test_beats_guarded_random():

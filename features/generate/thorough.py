@@ -3,12 +3,13 @@
 The tree is enumerated depth first from the start state (no cut-offs: every state is kept) down
 to X moves (X = 0: the whole tree, for tiny games). Each enumerated decision state gets
 a-posteriori targets from final states chosen by search, so no target rests on an opponent's
-suicidal move: from the state, every player plays the move a depth-Y paranoid alpha-beta search
-picks (max for the player, min for everyone else, expectation over chance, max-min over
-simultaneous laps), with the game's `evaluate` heuristic at the horizon or, for games without
-one, the mean of Z random playouts. `action_scores[a]` is the final return after `a` and such
-play; `outcome` is that of the searched move (`action`), whose game (prefix + search play)
-gets the games and sequences rows. Chance states are enumerated but recorded no positions.
+suicidal move: from the state, every player plays the move the shared alpha-beta core
+(agents.search) picks at depth Y (max for the player's team, min for the others, expectation
+over chance, max-min over simultaneous laps), with the game's `evaluate` heuristic at the
+horizon or, for games without one, the mean of Z random playouts. `action_scores[a]` is the
+final return after `a` and such play; `outcome` is that of the searched move (`action`), whose
+game (prefix + search play) gets the games and sequences rows. Chance states are enumerated but
+record no positions.
 Shard k is the subtree of the start's k-th child (shard 0 also records the start itself).
 """
 
@@ -21,14 +22,15 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
+from agents.search import HEURISTIC, PLAYOUT, config, memory, table, workspace, zero_evaluate
+from agents.search import search as alphabeta
 from engine.bits import new_rng
-from engine.loops import apply_child, expand, random_playout, sample_chance
+from engine.loops import apply_child, expand, sample_chance
 from engine.protocol import CHANCE, SIMULTANEOUS, TERMINAL, Game
 from engine.specialise import (
     apply_action,
     apply_joint,
     bind,
-    chance_probability,
     current_player,
     generic,
     legal_actions,
@@ -37,8 +39,7 @@ from engine.specialise import (
 from features.errors import DataError
 from features.generate.randomized import _append_game, _record, build_tables, wins_at_once
 
-MAX_NODE, MIN_NODE, CHANCE_NODE, SIM_NODE = 0, 1, 2, 3
-INF = 1e9
+TABLE_BITS = 14  # the targets' searches share one small table per shard
 
 #: x = depth limit (0: whole tree), y = search depth, z = playouts per horizon state for
 #: games without an `evaluate` heuristic
@@ -47,8 +48,8 @@ PARAMS: dict[str, Any] = {"x": 3, "y": 2, "z": 4}
 
 def validate_params(game: Game, params: dict[str, Any]) -> dict[str, Any]:
     params = dict(params)
-    if int(params["y"]) > 12:
-        raise DataError(f"Y = {params['y']} is too deep for the target search (at most 12)")
+    if not 1 <= int(params["y"]) <= 12:
+        raise DataError(f"Y = {params['y']}: the target search's depth must be 1..12")
     if game.evaluate is None and int(params["z"]) < 1:
         raise DataError(f"{game.name} has no evaluate heuristic: Z (playouts) must be >= 1")
     params.pop("shard_size", None)
@@ -75,162 +76,22 @@ def game_id_stride(game: Game, params: dict[str, Any]) -> int:
 
 
 @njit(cache=True)
-def _no_evaluate(s, player):  # pragma: no cover - stands in for games without a heuristic
-    return 0.0
-
-
-@njit(cache=True)
-def _workspace(depth, size, num_players, width):
-    """Search buffers: states, legal, counts, kinds, total, index, acc, alpha, beta, grp,
-    buffer, joint, outcome, child, probe."""
-    d = max(depth, 1) + 1
+def _workspace(depth, size, num_players, num_actions):
+    """The core's buffers, table and ordering memory for depth-`depth` searches, plus a move
+    buffer for chance draws."""
     return (
-        np.empty((d + 1, size), dtype=np.int64), np.empty((d, num_players, width), np.int64),
-        np.zeros((d, num_players), np.int64), np.zeros(d, np.int64), np.zeros(d, np.int64),
-        np.zeros(d, np.int64), np.zeros(d), np.zeros(d), np.zeros(d), np.zeros((d, width)),
-        np.empty(width, np.int64), np.empty(num_players, np.int64), np.zeros(num_players),
-        np.empty(size, np.int64), np.empty(size, np.int64),
-    )  # fmt: skip
-
-
-@generic(inline=True)
-def horizon(s, q, cfg, rng, ws):
-    """Value of a state for q: its final return, else the heuristic or mean random playouts."""
-    _, use_eval, playouts, num_players, neutral, _ = cfg
-    buffer, joint, outcome, child = ws[10], ws[11], ws[12], ws[13]
-    if current_player(s) == TERMINAL:
-        returns(s, outcome)
-        return outcome[q]
-    if use_eval:
-        return evaluate(s, q)
-    total = 0.0
-    for _ in range(playouts):
-        child[:] = s
-        random_playout(child, num_players, neutral, rng, buffer, joint)
-        returns(child, outcome)
-        total += outcome[q]
-    return total / playouts
+        workspace(depth, size, num_players, num_actions),
+        table(TABLE_BITS),
+        memory(depth, num_players, num_actions),
+        np.empty(max(num_actions, 64), np.int64),
+    )
 
 
 @generic
-def node_value(root, q, depth, alpha0, beta0, cfg, rng, ws):
-    """Paranoid alpha-beta value of `root` for q, `depth` plies deep, with an explicit stack
-    (generic loops cannot recurse). Max for q's team, min for the others, expectation over
-    chance, and at simultaneous laps the best of q's actions against the others' worst."""
-    teams, _, _, num_players, neutral, _ = cfg
-    states, legal, counts, kinds, total = ws[0], ws[1], ws[2], ws[3], ws[4]
-    index, acc, alpha, beta, grp, joint = ws[5], ws[6], ws[7], ws[8], ws[9], ws[11]
-    if depth == 0 or current_player(root) == TERMINAL:
-        return horizon(root, q, cfg, rng, ws)
-    states[0] = root
-    level = 0
-    opening = True
-    v = 0.0
-    while True:
-        if opening:  # set up the frame of `level`
-            s = states[level]
-            player = current_player(s)
-            total[level] = expand(s, num_players, neutral, legal, counts, level)
-            index[level] = 0
-            if level == 0:
-                alpha[0], beta[0] = alpha0, beta0
-            if player >= 0:
-                kinds[level] = MAX_NODE if teams[player] == teams[q] else MIN_NODE
-            elif player == CHANCE:
-                kinds[level] = CHANCE_NODE
-            else:
-                kinds[level] = SIM_NODE
-                grp[level, : counts[level, q]] = INF
-            acc[level] = INF if kinds[level] == MIN_NODE else -INF
-            if kinds[level] == CHANCE_NODE:
-                acc[level] = 0.0
-            opening = False
-        k = kinds[level]
-        cut = (k == MAX_NODE and acc[level] >= beta[level]) or (
-            k == MIN_NODE and acc[level] <= alpha[level]
-        )
-        if index[level] < total[level] and not cut:
-            nxt = states[level + 1]
-            nxt[:] = states[level]
-            apply_child(nxt, num_players, legal, counts, level, index[level], joint)
-            if level + 1 == depth or current_player(nxt) == TERMINAL:
-                v = horizon(nxt, q, cfg, rng, ws)
-            else:
-                lo, hi = -INF, INF
-                if k == MAX_NODE:
-                    lo, hi = max(alpha[level], acc[level]), beta[level]
-                elif k == MIN_NODE:
-                    lo, hi = alpha[level], min(beta[level], acc[level])
-                level += 1
-                alpha[level], beta[level] = lo, hi
-                opening = True
-                continue
-        else:
-            if k == SIM_NODE:
-                acc[level] = np.max(grp[level, : counts[level, q]])
-            v = acc[level]
-            if level == 0:
-                return v
-            level -= 1
-            k = kinds[level]
-        i = index[level]  # fold the child's value into the frame of `level`
-        if k == MAX_NODE:
-            acc[level] = max(acc[level], v)
-        elif k == MIN_NODE:
-            acc[level] = min(acc[level], v)
-        elif k == CHANCE_NODE:
-            acc[level] += chance_probability(states[level], legal[level, 0, i]) * v
-        else:
-            below = 1
-            for p in range(q):
-                below *= counts[level, p]
-            a = (i // below) % counts[level, q]
-            grp[level, a] = min(grp[level, a], v)
-        index[level] += 1
-
-
-@generic
-def choose(s, q, cfg, rng, ws, options):
-    """q's searched move at s (the first best); options[p] get every player's legal moves."""
-    num_players, neutral, depth = cfg[3], cfg[4], cfg[5]
-    joint, probe = ws[11], ws[14]
-    nq = legal_actions(s, q, options[q])
-    best, best_i = -INF, 0
-    if current_player(s) != SIMULTANEOUS:
-        for i in range(nq):
-            probe[:] = s
-            apply_action(probe, options[q, i])
-            v = node_value(probe, q, depth - 1, best, INF, cfg, rng, ws)
-            if v > best:
-                best, best_i = v, i
-        return options[q, best_i]
-    n = np.empty(num_players, dtype=np.int64)
-    combos = 1
-    for p in range(num_players):
-        n[p] = legal_actions(s, p, options[p]) if p != q else nq
-        if n[p] == 0:
-            options[p, 0] = neutral
-            n[p] = 1
-        if p != q:
-            combos *= n[p]
-    for i in range(nq):
-        worst = INF
-        for c in range(combos):
-            rest = c
-            for p in range(num_players):
-                if p == q:
-                    joint[p] = options[q, i]
-                else:
-                    joint[p] = options[p, rest % n[p]]
-                    rest //= n[p]
-            probe[:] = s
-            apply_joint(probe, joint)
-            worst = min(worst, node_value(probe, q, depth - 1, best, worst, cfg, rng, ws))
-            if worst <= best:
-                break
-        if worst > best:
-            best, best_i = worst, i
-    return options[q, best_i]
+def choose(s, q, cfg, rng, ws):
+    """q's searched move at s: the first best move of the shared alpha-beta core to Y plies."""
+    _, move = alphabeta(s, q, cfg[5], 1 << 62, -1, cfg[0], rng, ws[0], ws[1], ws[2])
+    return move
 
 
 @generic(inline=True)
@@ -240,7 +101,7 @@ def searched_joint(s, cfg, rng, ws, options, joint):
         if legal_actions(s, p, options[p]) == 0:
             joint[p] = cfg[4]
         else:
-            joint[p] = choose(s, p, cfg, rng, ws, options)
+            joint[p] = choose(s, p, cfg, rng, ws)
 
 
 @generic
@@ -255,10 +116,10 @@ def search_play(s, cfg, rng, ws, options, hist, seq, joint):
             return nh, ns, steps
         a = 0
         if player >= 0:
-            a = choose(s, player, cfg, rng, ws, options)
+            a = choose(s, player, cfg, rng, ws)
             apply_action(s, a)
         elif player == CHANCE:
-            a = sample_chance(s, ws[10], rng)
+            a = sample_chance(s, ws[3], rng)
             apply_action(s, a)
         else:
             searched_joint(s, cfg, rng, ws, options, joint)
@@ -291,7 +152,7 @@ def record_node(s, level, prefix, cfg, rng, ws, scratch, games, g, positions, ro
         nh, ns = _record(player, 0, moves, num_players, neutral, 0, g_hist, 0, g_seq, 0)
     else:
         chosen[:] = -1
-        chosen[player] = choose(s, player, cfg, rng, ws, options)
+        chosen[player] = choose(s, player, cfg, rng, ws)
         apply_action(final, chosen[player])
         nh, ns = _record(player, chosen[player], moves, num_players, neutral, player, g_hist,
                          0, g_seq, 0)  # fmt: skip
@@ -352,7 +213,7 @@ def thorough_shard(start, branch, max_depth, cfg, num_actions, obs_size, max_len
     states = np.empty((levels + 1, size), dtype=np.int64)
     kinds = np.zeros(levels, dtype=np.int64)  # the mover at each level of the path
     path = np.empty((levels, num_players), dtype=np.int64)  # the move(s) made at each level
-    ws = _workspace(cfg[5], size, num_players, width)
+    ws = _workspace(cfg[5], size, num_players, num_actions)
     span = (max_len + levels + 1) * num_players
     pre_hist = np.empty(span, dtype=np.int16)
     pre_seq = np.empty(span, dtype=np.int16)
@@ -450,11 +311,10 @@ def _placeholder_observation(s, player, out):  # pragma: no cover - replaced by 
 
 
 observation = _placeholder_observation  # bound to the game's observation kernel
-evaluate = _no_evaluate  # bound to the game's heuristic (or kept, with use_eval False)
 
 
 def _loop(game: Game):
-    heuristic = game.evaluate if game.evaluate is not None else _no_evaluate
+    heuristic = game.evaluate if game.evaluate is not None else zero_evaluate
     return bind(
         thorough_shard,
         game.kernels.search(),
@@ -470,8 +330,9 @@ def generate_shard(
     sequence = np.random.SeedSequence([int(seed), int(shard)])
     loop = _loop(game)
     max_depth = int(params["x"]) or game.max_game_length
+    mode = HEURISTIC if game.evaluate is not None else PLAYOUT
     cfg = (
-        np.asarray(game.teams, dtype=np.int64),
+        config(game, mode, int(params["z"])),
         game.evaluate is not None,
         int(params["z"]),
         game.num_players,
@@ -485,5 +346,5 @@ def generate_shard(
         start, shard, max_depth, cfg, *meta, new_rng(seed_rng), (n_games, n_rows)
     )
     seeds = np.zeros(1, dtype=np.int64)
-    agents = [f"search:depth={int(params['y'])}"] * game.num_players  # this module's search
+    agents = [f"search:depth={int(params['y'])}"] * game.num_players  # the core, fixed depth
     return build_tables(game, "thorough", first_game_id, seeds, agents, games, positions)

@@ -1,0 +1,657 @@
+"""The one alpha-beta core: every alpha-beta search in gridbots runs this loop.
+
+Values are from the point of view of one player `q` (minimax, not negamax), which makes the
+same loop serve every kind of node the games have:
+
+  MAX      a player of q's team is to move (q itself, or a team-mate in a turn-based game)
+  MIN      a player of another team is to move
+  CHANCE   the expectation over the chance outcomes (children searched with a full window)
+  LAP_MAX  a simultaneous lap: MAX over q's own actions, each followed by
+  LAP_MIN  MIN over the joint actions of every other player (team-mates included: nobody
+           can coordinate within a lap), after which the whole lap is applied
+
+Depth counts plies: a turn-based action, a chance outcome and a whole simultaneous lap are one
+ply each. A finished game scores its return times `scale` minus (for a win) or plus (for a
+loss) its distance in plies, so with scale = WIN_SCALE results outrank every evaluation in
+[-1, 1] and faster wins come first; games with chance nodes use scale = 1 so that
+expectations mix results and evaluations on one scale. At a lap where q cannot act while the
+game goes on, q is out: lost for sure when no team-mate can act, else the position is a leaf.
+
+Moves are ordered by the transposition table's move, two killer moves per ply and a history
+table; the root is searched in the game's legal order (a `root_hint` move first when given),
+and a move replaces the best only when strictly better, so a search returns exactly the
+minimax value and the first best move of plain fixed-depth minimax, whatever the table holds.
+The table answers a probe only at exactly the remaining depth it was stored with, and its
+keys include q.
+
+Leaf evaluation is pluggable: the game's `evaluate(s, q)` kernel (HEURISTIC), the mean return
+of random playouts (PLAYOUT), or a Python function over a batch of positions (BATCH): a node
+one ply above the horizon expands all its children and the loop returns NEED_VALUES with their
+states in the workspace; the caller writes their values and calls `run` again, which resumes
+where it stopped (the whole stack lives in the workspace, nothing on numba's call stack).
+Portfolio searches replace the moves of turn nodes by binding `child_moves(s, player, out)`
+and `play_move(s, move)` (see `compiled`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from engine.bits import new_rng
+from engine.loops import random_playout
+from engine.protocol import CHANCE, SIMULTANEOUS, TERMINAL, Game
+from engine.specialise import (
+    apply_action,
+    apply_joint,
+    bind,
+    chance_probability,
+    current_player,
+    generic,
+    legal_actions,
+    returns,
+)
+
+WIN_SCALE = 1000.0
+RESULT_BOUND = 2.0  # |value| above this is a finished game, not an evaluation
+INF = 1e18
+# leaf evaluation modes
+HEURISTIC, PLAYOUT, BATCH = 0, 1, 2
+# what `run` returns
+DONE, NEED_VALUES = 0, 1
+# node kinds
+MAX_NODE, MIN_NODE, CHANCE_NODE, LAP_MAX, LAP_MIN, UNKNOWN = 0, 1, 2, 3, 4, -1
+# table flags
+EXACT, LOWER, UPPER = 0, 1, 2
+# loop phases
+IDLE, ENTER, NEXT, BACK, AWAIT = 0, 1, 2, 3, 4
+# columns of the per-frame integer table
+KIND, PLY, COUNT, INDEX, BEST, KEY, OWN, MOVER = 0, 1, 2, 3, 4, 5, 6, 7
+# columns of the per-frame float table
+ALPHA, BETA, ALPHA0, BETA0, ACC = 0, 1, 2, 3, 4
+# registers: regs (int64) and the value passed up (vals float64)
+FRAME, PHASE, NODES, LEAVES, ABORTED, PENDING, MOVE = 0, 1, 2, 3, 4, 5, 6
+VALUE = 0
+TT_FIRST, KILLER_1, KILLER_2 = 1 << 60, 1 << 59, 1 << 58
+Q_MIX = np.int64(-7046029254386353131)  # 0x9E3779B97F4A7C15 as int64: the player in a key
+
+
+def evaluate(s, player):
+    """Placeholder: `compiled` binds the game's heuristic kernel (or `zero_evaluate`)."""
+    raise TypeError("evaluate is only available inside a bound search")
+
+
+@njit(cache=True)
+def zero_evaluate(s, player):
+    """The evaluation of a game without a heuristic: only finished games tell anything apart."""
+    return 0.0
+
+
+@generic(inline=True)
+def child_moves(s, player, out):
+    """The moves a turn node offers (default: the legal actions); portfolio searches rebind."""
+    return legal_actions(s, player, out)
+
+
+@generic(inline=True)
+def play_move(s, move):
+    """Plays one move of a turn node (default: the action); portfolio searches rebind."""
+    apply_action(s, move)
+
+
+@njit(cache=True, inline="always")
+def hash_state(s):
+    """64-bit multiply-xorshift hash of the whole state array (no Zobrist tables to keep)."""
+    h = np.uint64(0x9E3779B97F4A7C15)
+    for i in range(s.shape[0]):
+        h ^= np.uint64(s[i])
+        h *= np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(31)
+    h *= np.uint64(0x94D049BB133111EB)
+    h ^= h >> np.uint64(29)
+    return np.int64(h)
+
+
+@njit(cache=True, inline="always")
+def scaled(r, ply, scale):
+    """A return `r` reached `ply` plies from the root, on the search's scale."""
+    if scale <= RESULT_BOUND:
+        return r
+    if r > 0:
+        return r * scale - ply
+    if r < 0:
+        return r * scale + ply
+    return 0.0
+
+
+@njit(cache=True, inline="always")
+def to_table(value, ply):
+    """A result's distance counted from the node, so it holds wherever the node recurs."""
+    if value > RESULT_BOUND:
+        return value + ply
+    if value < -RESULT_BOUND:
+        return value - ply
+    return value
+
+
+@njit(cache=True, inline="always")
+def from_table(value, ply):
+    if value > RESULT_BOUND:
+        return value - ply
+    if value < -RESULT_BOUND:
+        return value + ply
+    return value
+
+
+@generic(inline=True)
+def result_value(s, q, ply, scale, out):
+    """A finished game for q on the search's scale."""
+    returns(s, out)
+    return scaled(out[q], ply, scale)
+
+
+@generic(inline=True)
+def leaf_value(s, q, mode, playouts, num_players, neutral, rng, scratch, buffer, joint, out):
+    """The evaluation of a cut-off position for q, in [-1, 1]."""
+    if mode == HEURISTIC:
+        return evaluate(s, q)
+    total = 0.0
+    for _ in range(playouts):
+        scratch[:] = s
+        random_playout(scratch, num_players, neutral, rng, buffer, joint)
+        returns(scratch, out)
+        total += out[q]
+    return total / playouts
+
+
+@generic(inline=True)
+def mates_can_act(s, q, teams, num_players, buffer):
+    for p in range(num_players):
+        if p != q and teams[p] == teams[q] and legal_actions(s, p, buffer) > 0:
+            return True
+    return False
+
+
+@njit(cache=True)
+def workspace(max_depth, size, num_players, num_actions):
+    """Every buffer of one search up to `max_depth` plies (a lap takes two frames)."""
+    frames = 2 * max_depth + 2
+    width = max(num_actions, 64)
+    return (
+        np.empty((frames, size), np.int64),  # 0 states
+        np.empty((frames, width), np.int64),  # 1 moves
+        np.empty((frames, width), np.int64),  # 2 order
+        np.empty((frames, num_players, width), np.int64),  # 3 legal (lap frames)
+        np.ones((frames, num_players), np.int64),  # 4 counts (lap frames)
+        np.zeros((frames, 8), np.int64),  # 5 ints
+        np.zeros((frames, 5), np.float64),  # 6 floats
+        np.zeros(8, np.int64),  # 7 regs
+        np.zeros(2, np.float64),  # 8 vals
+        np.empty(size, np.int64),  # 9 scratch state
+        np.empty(width, np.int64),  # 10 buffer
+        np.empty(num_players, np.int64),  # 11 joint
+        np.zeros(num_players, np.float64),  # 12 out
+        np.empty((width, size), np.int64),  # 13 batch states
+        np.empty(width, np.int64),  # 14 batch movers
+        np.zeros(width, np.float64),  # 15 batch values (written by the caller)
+        np.zeros(width, np.float64),  # 16 child values of a frontier node
+        np.empty(width, np.int64),  # 17 child slot in the batch (-1: finished game)
+    )
+
+
+@njit(cache=True)
+def table(bits):
+    """A transposition table of 2**bits entries: key, depth, flag, move, value."""
+    n = 1 << bits
+    return (
+        np.zeros(n, np.int64),
+        np.full(n, -1, np.int16),
+        np.zeros(n, np.int8),
+        np.zeros(n, np.int64),
+        np.zeros(n, np.float64),
+    )
+
+
+@njit(cache=True)
+def memory(max_depth, num_players, num_actions):
+    """Move-ordering memory kept between searches: killers per ply, history per player."""
+    return (
+        np.full((max_depth + 1, 2), -1, np.int64),
+        np.zeros((num_players, num_actions + 1), np.int64),
+    )
+
+
+@njit(cache=True, inline="always")
+def store(tt, key, remaining, flag, move, value, ply):
+    slot = key & (tt[0].shape[0] - 1)
+    tt[0][slot], tt[1][slot], tt[2][slot] = key, remaining, flag
+    tt[3][slot], tt[4][slot] = move, to_table(value, ply)
+
+
+@njit(cache=True, inline="always")
+def window_flag(value, alpha0, beta0):
+    if value <= alpha0:
+        return UPPER
+    if value >= beta0:
+        return LOWER
+    return EXACT
+
+
+@generic
+def run(root, q, depth, budget, root_hint, cfg, rng, ws, tt, mem):
+    """Runs a search of `root` for q to `depth` plies, or resumes one after NEED_VALUES.
+
+    Returns DONE (value in ws[8][VALUE], move in ws[7][MOVE], -1 when the root is finished;
+    ws[7][ABORTED] = 1 when the node budget ran out, result unusable) or NEED_VALUES (write
+    the values for q of ws[13][:n], whose movers are ws[14][:n], n = ws[7][PENDING], into
+    ws[15][:n] and call again with the same arguments). cfg = (teams, num_players, neutral,
+    mode, playouts, scale, prune); with prune off every window stays open and the table is
+    never probed: plain minimax, every node visited."""
+    teams, num_players, neutral, mode, playouts, scale, prune = cfg
+    states, moves, order, legal, counts, ints, floats, regs, vals = ws[:9]
+    scratch, buffer, joint, out = ws[9], ws[10], ws[11], ws[12]
+    b_states, b_movers, b_values, c_values, c_slot = ws[13], ws[14], ws[15], ws[16], ws[17]
+    killers, history = mem
+    tt_key, tt_depth, tt_flag, tt_move, tt_value = tt
+    mask = tt_key.shape[0] - 1
+    q_mix = (q + 1) * Q_MIX
+    if regs[PHASE] == IDLE:
+        states[0] = root
+        ints[0, KIND], ints[0, PLY] = UNKNOWN, 0
+        floats[0, ALPHA], floats[0, BETA] = -INF, INF
+        regs[FRAME], regs[PHASE] = 0, ENTER
+        regs[NODES], regs[LEAVES], regs[ABORTED], regs[PENDING], regs[MOVE] = 0, 0, 0, 0, -1
+    f, phase, value = regs[FRAME], regs[PHASE], vals[VALUE]
+    while True:
+        if phase == ENTER:
+            regs[NODES] += 1
+            if regs[NODES] > budget:
+                regs[ABORTED], regs[PHASE] = 1, IDLE
+                return DONE
+            s = states[f]
+            ply = ints[f, PLY]
+            kind = ints[f, KIND]
+            phase = BACK
+            if kind == LAP_MIN:  # q's own action is fixed: the others' joint actions
+                n = 1
+                for p in range(num_players):
+                    counts[f, p] = 1
+                    if p != q:
+                        c = legal_actions(s, p, legal[f, p])
+                        if c == 0:
+                            legal[f, p, 0] = neutral
+                            c = 1
+                        counts[f, p] = c
+                        n *= c
+                ints[f, COUNT], ints[f, INDEX], ints[f, BEST] = n, 0, 0
+                floats[f, ACC] = INF
+                floats[f, ALPHA0], floats[f, BETA0] = floats[f, ALPHA], floats[f, BETA]
+                phase = NEXT
+                continue
+            mover = current_player(s)
+            if mover == TERMINAL:
+                value = result_value(s, q, ply, scale, out)
+                continue
+            n = 0
+            if mover == SIMULTANEOUS:
+                n = legal_actions(s, q, moves[f])
+                if n == 0:  # q is out while the game goes on
+                    if mates_can_act(s, q, teams, num_players, buffer):
+                        value = evaluate(s, q)
+                        regs[LEAVES] += 1
+                    else:
+                        value = scaled(-1.0, ply, scale)
+                    continue
+            if ply >= depth:
+                value = leaf_value(s, q, mode, playouts, num_players, neutral, rng, scratch,
+                                   buffer, joint, out)  # fmt: skip
+                regs[LEAVES] += 1
+                continue
+            if mover == SIMULTANEOUS:
+                kind = LAP_MAX
+            elif mover == CHANCE:
+                kind = CHANCE_NODE
+            elif teams[mover] == teams[q]:
+                kind = MAX_NODE
+            else:
+                kind = MIN_NODE
+            ints[f, KIND], ints[f, MOVER] = kind, mover
+            hint = -1
+            if kind != CHANCE_NODE:
+                key = hash_state(s) ^ q_mix
+                ints[f, KEY] = key
+                slot = key & mask
+                if prune and tt_key[slot] == key and tt_depth[slot] >= 0:
+                    if f > 0 and tt_depth[slot] == depth - ply:
+                        stored = from_table(tt_value[slot], ply)
+                        flag = tt_flag[slot]
+                        if (
+                            flag == EXACT
+                            or (flag == LOWER and stored >= floats[f, BETA])
+                            or (flag == UPPER and stored <= floats[f, ALPHA])
+                        ):
+                            value = stored
+                            regs[LEAVES] += 1  # may hide evaluations: never call it exact
+                            continue
+                    hint = tt_move[slot]
+                if f == 0:
+                    hint = root_hint  # the root keeps the legal order: plain minimax's choice
+            if kind == CHANCE_NODE:
+                n = legal_actions(s, CHANCE, moves[f])
+            elif kind != LAP_MAX:
+                n = child_moves(s, mover, moves[f])
+            who = q if kind == LAP_MAX else mover
+            for i in range(n):
+                a = moves[f, i]
+                if a == hint:
+                    order[f, i] = TT_FIRST
+                elif f == 0 or kind == CHANCE_NODE:
+                    order[f, i] = 0
+                elif kind != LAP_MAX and a == killers[ply, 0]:
+                    order[f, i] = KILLER_1
+                elif kind != LAP_MAX and a == killers[ply, 1]:
+                    order[f, i] = KILLER_2
+                else:
+                    order[f, i] = history[who, a]
+            ints[f, COUNT], ints[f, INDEX], ints[f, BEST] = n, 0, moves[f, 0]
+            floats[f, ALPHA0], floats[f, BETA0] = floats[f, ALPHA], floats[f, BETA]
+            floats[f, ACC] = INF if kind == MIN_NODE else (0.0 if kind == CHANCE_NODE else -INF)
+            phase = NEXT
+            if mode == BATCH and ply + 1 == depth and kind != LAP_MAX:
+                pending = 0  # the children are leaves: all of them, one batch
+                for i in range(n):
+                    child = b_states[pending]
+                    child[:] = s
+                    if kind == CHANCE_NODE:
+                        apply_action(child, moves[f, i])
+                    else:
+                        play_move(child, moves[f, i])
+                    nxt = current_player(child)
+                    if nxt == TERMINAL:
+                        c_values[i] = result_value(child, q, ply + 1, scale, out)
+                        c_slot[i] = -1
+                    else:
+                        b_movers[pending] = nxt
+                        c_slot[i] = pending
+                        pending += 1
+                regs[NODES] += n
+                regs[LEAVES] += pending
+                regs[PENDING] = pending
+                phase = AWAIT
+                if pending > 0:
+                    regs[FRAME], regs[PHASE] = f, AWAIT
+                    return NEED_VALUES
+        elif phase == AWAIT:  # the batch's values are in b_values: fold every child
+            s = states[f]
+            kind, n = ints[f, KIND], ints[f, COUNT]
+            acc = floats[f, ACC]
+            for i in range(n):
+                v = c_values[i] if c_slot[i] < 0 else b_values[c_slot[i]]
+                if kind == CHANCE_NODE:
+                    acc += chance_probability(s, moves[f, i]) * v
+                elif (kind == MAX_NODE and v > acc) or (kind == MIN_NODE and v < acc):
+                    acc = v
+                    ints[f, BEST] = moves[f, i]
+            value = acc
+            if kind != CHANCE_NODE:
+                store(tt, ints[f, KEY], depth - ints[f, PLY], EXACT, ints[f, BEST], value,
+                      ints[f, PLY])  # fmt: skip
+            phase = BACK
+        elif phase == NEXT:
+            i = ints[f, INDEX]
+            kind = ints[f, KIND]
+            if i == ints[f, COUNT]:
+                value = floats[f, ACC]
+                if kind == MAX_NODE or kind == MIN_NODE or kind == LAP_MAX:
+                    flag = window_flag(value, floats[f, ALPHA0], floats[f, BETA0])
+                    store(tt, ints[f, KEY], depth - ints[f, PLY], flag, ints[f, BEST], value,
+                          ints[f, PLY])  # fmt: skip
+                phase = BACK
+                continue
+            if kind != CHANCE_NODE and kind != LAP_MIN:
+                pick = i  # selection sort: the best-ordered remaining move, first on ties
+                for j in range(i + 1, ints[f, COUNT]):
+                    if order[f, j] > order[f, pick]:
+                        pick = j
+                if pick != i:
+                    moves[f, i], moves[f, pick] = moves[f, pick], moves[f, i]
+                    order[f, i], order[f, pick] = order[f, pick], order[f, i]
+            child = states[f + 1]
+            child[:] = states[f]
+            ints[f + 1, KIND], ints[f + 1, PLY] = UNKNOWN, ints[f, PLY] + 1
+            if kind == MAX_NODE or kind == MIN_NODE:
+                play_move(child, moves[f, i])
+            elif kind == CHANCE_NODE:
+                apply_action(child, moves[f, i])
+            elif kind == LAP_MAX:
+                ints[f + 1, KIND], ints[f + 1, PLY] = LAP_MIN, ints[f, PLY]
+                ints[f + 1, OWN] = moves[f, i]
+            else:  # LAP_MIN: joint action number i in mixed radix, q's own fixed
+                rest = i
+                for p in range(num_players):
+                    if p == q:
+                        joint[p] = ints[f, OWN]
+                    else:
+                        joint[p] = legal[f, p, rest % counts[f, p]]
+                        rest //= counts[f, p]
+                apply_joint(child, joint)
+            acc, alpha, beta = floats[f, ACC], floats[f, ALPHA], floats[f, BETA]
+            if not prune:
+                floats[f + 1, ALPHA], floats[f + 1, BETA] = -INF, INF
+            elif kind == MAX_NODE or kind == LAP_MAX:
+                floats[f + 1, ALPHA], floats[f + 1, BETA] = max(alpha, acc), beta
+            elif kind == CHANCE_NODE:
+                floats[f + 1, ALPHA], floats[f + 1, BETA] = -INF, INF
+            else:
+                floats[f + 1, ALPHA], floats[f + 1, BETA] = alpha, min(beta, acc)
+            f += 1
+            phase = ENTER
+        else:  # BACK: `value` is the finished value of frame f
+            if f == 0:
+                regs[MOVE] = ints[0, BEST] if ints[0, KIND] != UNKNOWN else -1
+                regs[PHASE] = IDLE
+                vals[VALUE] = value
+                return DONE
+            f -= 1
+            kind, i, ply = ints[f, KIND], ints[f, INDEX], ints[f, PLY]
+            a = moves[f, i]
+            if kind == CHANCE_NODE:
+                floats[f, ACC] += chance_probability(states[f], a) * value
+            elif kind == MAX_NODE or kind == LAP_MAX:
+                if value > floats[f, ACC]:
+                    floats[f, ACC] = value
+                    ints[f, BEST] = a
+                if floats[f, ACC] >= floats[f, BETA]:
+                    if kind == MAX_NODE:
+                        if a != killers[ply, 0]:
+                            killers[ply, 1] = killers[ply, 0]
+                            killers[ply, 0] = a
+                        history[ints[f, MOVER], a] += (depth - ply) * (depth - ply)
+                    store(tt, ints[f, KEY], depth - ply, LOWER, a, floats[f, ACC], ply)
+                    value = floats[f, ACC]
+                    continue  # phase stays BACK: this frame is done too
+            else:
+                if value < floats[f, ACC]:
+                    floats[f, ACC] = value
+                    ints[f, BEST] = a if kind == MIN_NODE else i
+                if floats[f, ACC] <= floats[f, ALPHA]:
+                    if kind == MIN_NODE:
+                        if a != killers[ply, 0]:
+                            killers[ply, 1] = killers[ply, 0]
+                            killers[ply, 0] = a
+                        history[ints[f, MOVER], a] += (depth - ply) * (depth - ply)
+                        store(tt, ints[f, KEY], depth - ply, UPPER, a, floats[f, ACC], ply)
+                    value = floats[f, ACC]
+                    continue
+            ints[f, INDEX] += 1
+            phase = NEXT
+
+
+@generic
+def search(root, q, depth, budget, root_hint, cfg, rng, ws, tt, mem):
+    """(value, move) of a HEURISTIC or PLAYOUT search, for callers inside numba code."""
+    ws[7][PHASE] = IDLE
+    run(root, q, depth, budget, root_hint, cfg, rng, ws, tt, mem)
+    return ws[8][VALUE], ws[7][MOVE]
+
+
+def compiled(
+    game: Game,
+    loop=run,
+    *,
+    heuristic: Callable | None = None,
+    child_moves_fn: Callable | None = None,
+    play_move_fn: Callable | None = None,
+) -> Callable:
+    """`loop` (`run` or `search`) compiled for `game`'s kernels and an evaluation kernel
+    (default: the game's heuristic, or zero); portfolio searches pass njit `child_moves_fn(s,
+    player, out) -> count` and `play_move_fn(s, move)` to search over their own moves."""
+    extra: dict[str, Callable] = {"evaluate": heuristic or game.evaluate or zero_evaluate}
+    if child_moves_fn is not None:
+        extra["child_moves"] = child_moves_fn
+    if play_move_fn is not None:
+        extra["play_move"] = play_move_fn
+    return bind(loop, game.kernels.search(), **extra)
+
+
+def config(game: Game, mode: int, playouts: int = 1, prune: bool = True) -> tuple:
+    """The `cfg` tuple of `run`: results on WIN_SCALE except in games with chance nodes."""
+    scale = 1.0 if game.has_chance else WIN_SCALE
+    teams = np.asarray(game.teams, dtype=np.int64)
+    meta = (game.num_players, game.neutral_action)
+    return (teams, *meta, mode, max(int(playouts), 1), scale, bool(prune))
+
+
+#: evaluates a batch for q: (states [n, size], movers [n], q) -> values [n] in [-1, 1] for q
+BatchEvaluator = Callable[[np.ndarray, np.ndarray, int], np.ndarray]
+
+
+@dataclass
+class Outcome:
+    """One finished search: value for the searching player, move (-1: nothing to play)."""
+
+    value: float
+    move: int
+    depth: int
+    nodes: int
+    leaves: int
+    aborted: bool
+
+    @property
+    def exact(self) -> bool:
+        """Whether the value is a proven result: no evaluation was involved, or a win/loss."""
+        return not self.aborted and (self.leaves == 0 or abs(self.value) > RESULT_BOUND)
+
+
+class AlphaBeta:
+    """One game's compiled core with its buffers, table and move-ordering memory.
+
+    `leaf` is "heuristic", "playout" or a BatchEvaluator; `heuristic` replaces the game's
+    evaluation kernel; `child_moves_fn`/`play_move_fn` replace the moves of turn nodes;
+    `pruning=False` visits every node (a reference for tests and node counts).
+    """
+
+    def __init__(
+        self,
+        game: Game,
+        leaf: str | BatchEvaluator = "heuristic",
+        *,
+        playouts: int = 16,
+        table_bits: int = 20,
+        max_depth: int | None = None,
+        seed: int = 0,
+        heuristic: Callable | None = None,
+        child_moves_fn: Callable | None = None,
+        play_move_fn: Callable | None = None,
+        pruning: bool = True,
+    ):
+        self.game = game
+        self.batch: BatchEvaluator | None = None
+        if callable(leaf):
+            if game.simultaneous:
+                raise ValueError("batched leaf evaluation needs a turn-based game")
+            mode, self.batch = BATCH, leaf
+        elif leaf == "heuristic":
+            mode = HEURISTIC
+        elif leaf == "playout":
+            mode = PLAYOUT
+        else:
+            raise ValueError(f"leaf evaluation {leaf!r}: heuristic, playout or a function")
+        self.mode = mode
+        self.max_depth = int(max_depth or game.max_game_length)
+        self.cfg = config(game, mode, playouts, pruning)
+        self._run = compiled(game, run, heuristic=heuristic, child_moves_fn=child_moves_fn,
+                             play_move_fn=play_move_fn)  # fmt: skip
+        size = game.new_initial_state(seed=0).array.shape[0]
+        self.ws = workspace(self.max_depth, size, game.num_players, game.num_actions)
+        self.tt = table(int(table_bits))
+        self.mem = memory(self.max_depth, game.num_players, game.num_actions)
+        self.rng = new_rng(seed)
+
+    def forget(self) -> None:
+        """Clears the table and the ordering memory (a search then depends on nothing before)."""
+        for array in self.tt:
+            array[:] = -1 if array.dtype == np.int16 else 0
+        self.mem[0][:] = -1
+        self.mem[1][:] = 0
+
+    def new_move(self) -> None:
+        """Between two moves: forget the killers, halve the history."""
+        self.mem[0][:] = -1
+        self.mem[1][:] //= 2
+
+    def search(
+        self, s: np.ndarray, q: int, depth: int, budget: int = 1 << 62, root_hint: int = -1
+    ) -> Outcome:
+        """One search of state array `s` for player q to `depth` plies (1..max_depth)."""
+        if not 1 <= depth <= self.max_depth:
+            raise ValueError(f"search depth {depth}: expected 1..{self.max_depth}")
+        s = np.ascontiguousarray(s, dtype=np.int64)
+        regs = self.ws[7]
+        regs[PHASE] = IDLE
+        args = (s, int(q), int(depth), int(budget), int(root_hint), self.cfg, self.rng,
+                self.ws, self.tt, self.mem)  # fmt: skip
+        while self._run(*args) == NEED_VALUES:
+            n = int(regs[PENDING])
+            values = np.asarray(self.batch(self.ws[13][:n], self.ws[14][:n], int(q)))
+            self.ws[15][:n] = values.reshape(n)
+        return Outcome(float(self.ws[8][VALUE]), int(regs[MOVE]), int(depth), int(regs[NODES]),
+                       int(regs[LEAVES]), bool(regs[ABORTED]))  # fmt: skip
+
+
+def deepen(core: AlphaBeta, s: np.ndarray, q: int, depth: int = 0, ms: float = 0.0) -> Outcome:
+    """`depth` alone: one fixed-depth search. `ms`: iterative deepening (to `depth` at most)
+    until the next depth would not fit, each depth with a node budget estimated from the
+    previous one's speed and the previous best move searched first; stops early at a proven
+    result. The first depth always completes, so there is always a move."""
+    if not ms:
+        return core.search(s, q, depth or core.max_depth)
+    start = time.perf_counter()
+    deadline = start + ms / 1000
+    result: Outcome | None = None
+    total, last_nodes, last_seconds = 0, 0, 0.0
+    for d in range(1, (depth or core.max_depth) + 1):
+        budget = 1 << 62
+        if result is not None:
+            rate = last_nodes / max(last_seconds, 1e-6)  # nodes/s of the deepest search
+            budget = max(int(0.9 * (deadline - time.perf_counter()) * rate), 1)
+        began = time.perf_counter()
+        out = core.search(s, q, d, budget, root_hint=-1 if result is None else result.move)
+        total += out.nodes
+        if out.aborted:
+            break
+        result = out
+        seconds, previous = time.perf_counter() - began, last_seconds
+        last_nodes, last_seconds = out.nodes, seconds
+        if out.exact:
+            break
+        growth = max(seconds / previous, 2.0) if previous > 1e-4 else 4.0
+        if time.perf_counter() + seconds * growth > deadline:
+            break
+    assert result is not None
+    result.nodes = total
+    return result
