@@ -48,8 +48,10 @@ PARAMS: dict[str, Any] = {"x": 3, "y": 2, "z": 4}
 
 def validate_params(game: Game, params: dict[str, Any]) -> dict[str, Any]:
     params = dict(params)
-    if not 1 <= int(params["y"]) <= 12:
-        raise DataError(f"Y = {params['y']}: the target search's depth must be 1..12")
+    if int(params["y"]) > 12:
+        raise DataError(f"Y = {params['y']} is too deep for the target search (at most 12)")
+    if int(params["y"]) < 1:
+        raise DataError(f"Y = {params['y']}: the target search needs at least 1 ply")
     if game.evaluate is None and int(params["z"]) < 1:
         raise DataError(f"{game.name} has no evaluate heuristic: Z (playouts) must be >= 1")
     params.pop("shard_size", None)
