@@ -190,11 +190,14 @@ def export_keras(
 
 # ---- plumbing shared by the Keras families ---------------------------------------------------
 def keras_seeded(seed: int) -> Any:
-    """Keras, imported late (TensorFlow takes seconds) and seeded for a reproducible run."""
+    """Keras, imported late (TensorFlow takes seconds), seeded and with deterministic ops: the
+    same run gives the same model however busy the cores are (thread timing changes nothing)."""
     quiet_tensorflow()
     import keras
+    import tensorflow as tf
 
     keras.utils.set_random_seed(int(seed))
+    tf.config.experimental.enable_op_determinism()
     return keras
 
 
