@@ -1,6 +1,6 @@
 """`gridbots stage NAME …` (what dvc.yaml runs), `gridbots repro`, `gridbots serve`, `gridbots ui`.
 
-One stage = one command = one Prefect flow in flows/pipeline.py. Every stage reads params.yaml
+One stage = one command = one Prefect flow in flows/stages/NAME.py. Every stage reads params.yaml
 first and refuses a missing or wrong-typed key with one line naming it and the stage (exit 2).
 Without PREFECT_API_URL Prefect starts a temporary server per command (about 10 s each), so
 `gridbots repro` (what `make demo` runs) starts one server for the whole `dvc repro`.
@@ -55,7 +55,7 @@ def generate(
     dask: DASK = None,
 ):
     """data/GAME/TECHNIQUE: the dataset's shards fanned out on the task runner."""
-    from flows.pipeline import generate_flow
+    from flows.stages.generate import generate_flow
 
     result = generate_flow(ROOT, _load("generate", game, technique, params), game, technique, dask)
     typer.echo(f"data/{game}/{technique}: {result['counts']}")
@@ -64,7 +64,7 @@ def generate(
 @stage_app.command("validate")
 def validate(game: GAME, technique: str, params: PARAMS = DEFAULT_PARAMS):
     """validation/GAME/TECHNIQUE.json, only when the dataset passes every suite."""
-    from flows.pipeline import validate_flow
+    from flows.stages.validate import validate_flow
 
     verdict = validate_flow(ROOT, _load("validate", game, technique, params), game, technique)
     typer.echo(verdict["summary"])
@@ -73,7 +73,7 @@ def validate(game: GAME, technique: str, params: PARAMS = DEFAULT_PARAMS):
 @stage_app.command("encode")
 def encode(game: GAME, name: str, params: PARAMS = DEFAULT_PARAMS):
     """encoded/GAME/NAME.npz from a validated dataset."""
-    from flows.pipeline import encode_flow
+    from flows.stages.encode import encode_flow
 
     result = encode_flow(ROOT, _load("encode", game, name, params), game, name)
     typer.echo(f"encoded/{game}/{name}.npz: {result['rows']} rows")
@@ -82,7 +82,7 @@ def encode(game: GAME, name: str, params: PARAMS = DEFAULT_PARAMS):
 @stage_app.command("train")
 def train(game: GAME, name: str, params: PARAMS = DEFAULT_PARAMS):
     """trained/GAME/NAME: a sweep on MLflow, the best run registered."""
-    from flows.pipeline import train_flow
+    from flows.stages.train import train_flow
 
     result = train_flow(ROOT, _load("train", game, name, params), game, name)
     typer.echo(
@@ -94,7 +94,7 @@ def train(game: GAME, name: str, params: PARAMS = DEFAULT_PARAMS):
 @stage_app.command("export")
 def export(game: GAME, params: PARAMS = DEFAULT_PARAMS):
     """exports/GAME: every trained model's file, checked and played once."""
-    from flows.pipeline import export_flow
+    from flows.stages.export import export_flow
 
     for item in export_flow(ROOT, _load("export", game, None, params), game):
         typer.echo(f"exports/{game}/{item['name']}/{item['file']} (parity {item['parity']})")
@@ -103,7 +103,7 @@ def export(game: GAME, params: PARAMS = DEFAULT_PARAMS):
 @stage_app.command("evaluate")
 def evaluate(game: GAME, params: PARAMS = DEFAULT_PARAMS, dask: DASK = None):
     """evaluation/GAME: the tournament (Parquet, JSON, PNG)."""
-    from flows.pipeline import evaluate_flow
+    from flows.stages.evaluate import evaluate_flow
 
     summary = evaluate_flow(ROOT, _load("evaluate", game, None, params), game, dask)
     for rank, row in enumerate(summary["standings"], start=1):
@@ -113,7 +113,7 @@ def evaluate(game: GAME, params: PARAMS = DEFAULT_PARAMS, dask: DASK = None):
 @stage_app.command("promote")
 def promote(game: GAME, params: PARAMS = DEFAULT_PARAMS):
     """promotion/GAME.json: the gate for each family's new versions."""
-    from flows.pipeline import promote_flow
+    from flows.stages.promote import promote_flow
 
     result = promote_flow(ROOT, _load("promote", game, None, params), game)
     for info in result["families"].values():
@@ -123,7 +123,7 @@ def promote(game: GAME, params: PARAMS = DEFAULT_PARAMS):
 @stage_app.command("report")
 def report(params: PARAMS = DEFAULT_PARAMS):
     """reports/README.md and the bar charts."""
-    from flows.pipeline import report_flow
+    from flows.stages.report import report_flow
 
     typer.echo(str(report_flow(ROOT, _load("report", None, None, params))))
 

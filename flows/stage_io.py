@@ -1,0 +1,97 @@
+"""What every stage's flow shares: atomic outputs, lineage, the task runner, tracking's URI.
+
+Each stage lives in its own module of flows/stages/ so that a stage's DVC deps are exactly the
+files it runs (flows.dependencies derives them from the imports).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from prefect.cache_policies import NO_CACHE
+
+from engine.protocol import GameError
+
+RETRIES = {"retries": 2, "retry_delay_seconds": 1, "cache_policy": NO_CACHE}
+#: the agent spec that plays an exported artifact, by its kind
+SPEC_OF_KIND = {
+    "onnx": "onnx:{path}",
+    "hmm-json": "seq:model={path}",
+    "crfsuite": "seq:model={path}",
+}
+
+
+class StageError(GameError):
+    """A stage cannot go on (its input failed validation, a parity check failed): exit 2."""
+
+
+@contextlib.contextmanager
+def atomic_dir(final: Path) -> Iterator[Path]:
+    """A scratch folder beside `final` that replaces it only when the block succeeds."""
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+    try:
+        yield scratch
+        if final.exists():
+            shutil.rmtree(final) if final.is_dir() else final.unlink()
+        os.replace(scratch, final)
+    finally:
+        if scratch.exists():
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def write_json(path: Path, data: Any) -> Path:
+    """JSON through a temporary file and a rename (never half-written)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(temp, path)
+    return path
+
+
+def lineage(root: Path) -> dict[str, str]:
+    """The git commit and dvc.lock hash every MLflow run is tagged with."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
+    lock = Path(root) / "dvc.lock"
+    digest = hashlib.sha256(lock.read_bytes()).hexdigest() if lock.is_file() else "none"
+    return {"git.commit": commit, "dvc.lock_sha256": digest}
+
+
+def task_runner(params: dict[str, Any], dask_address: str | None = None):
+    """Dask when an address is given (argument, else params dask.address), threads otherwise."""
+    address = dask_address or params.get("dask", {}).get("address") or ""
+    if address:
+        try:
+            from prefect_dask import DaskTaskRunner
+        except ImportError:
+            raise StageError(
+                "a Dask address needs the dask extra: pip install 'gridbots[dask]'"
+            ) from None
+        return DaskTaskRunner(address=address)
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    return ThreadPoolTaskRunner(max_workers=max(1, int(params.get("workers", 1))))
+
+
+def use_tracking(params: dict[str, Any], root: Path) -> None:
+    """MLflow at params mlflow.tracking_uri (a relative SQLite path is relative to `root`)."""
+    uri = params["mlflow"]["tracking_uri"]
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        uri = f"sqlite:///{(Path(root) / uri[len('sqlite:///') :]).resolve()}"
+    os.environ.setdefault("MLFLOW_TRACKING_URI", uri)

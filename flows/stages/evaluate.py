@@ -1,0 +1,114 @@
+"""The evaluate stage: the tournament of the exported bots and the baselines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, task
+
+from flows.stage_io import RETRIES, SPEC_OF_KIND, atomic_dir, task_runner, write_json
+from flows.stage_runs import log_stage_run
+
+
+def bot_specs(root: Path, game: str) -> dict[str, str]:
+    """label → agent spec of every exported model of `game` (absolute paths)."""
+    folder = Path(root) / "exports" / game
+    exported = json.loads((folder / "exports.json").read_text())
+    return {
+        e["name"]: SPEC_OF_KIND[e["kind"]].format(path=(folder / e["name"] / e["file"]).resolve())
+        for e in exported
+    }
+
+
+def pairing_list(bots: list[str], baselines: list[str]) -> list[tuple[str, str]]:
+    """Every bot against every baseline, then every pair of bots."""
+    against = [(b, x) for b in bots for x in baselines]
+    return against + [(a, b) for i, a in enumerate(bots) for b in bots[i + 1 :]]
+
+
+@task(**RETRIES)
+def play_pairing(game_spec: str, spec_a: str, spec_b: str, config: dict) -> list[dict]:
+    """One pairing's games (a pure function of its arguments: same rows on any worker)."""
+    from agents.file_agent import make_agent
+    from engine import parse_game_spec
+    from engine.tournament import MatchConfig
+    from engine.tournament import play_pairing as play
+
+    game = parse_game_spec(game_spec)
+    return play(game, spec_a, spec_b, MatchConfig(**config), make_seat=make_agent)
+
+
+def evaluate_flow(root: Path, params: dict, game: str, dask: str | None = None):
+    runner = task_runner(params, dask)
+    return _evaluate.with_options(task_runner=runner)(root, params, game)
+
+
+def relabel(rows: list[dict], labels: dict[str, str]) -> list[dict]:
+    for row in rows:
+        row["spec_a"] = labels.get(row["spec_a"], row["spec_a"])
+        row["spec_b"] = labels.get(row["spec_b"], row["spec_b"])
+        row["pairing"] = f"{row['spec_a']} vs {row['spec_b']}"
+    return rows
+
+
+def standings(specs: list[str], summaries: list[dict]) -> list[dict]:
+    from engine.tournament import score_summary
+
+    table = []
+    for spec in specs:
+        w = d = lost = 0
+        for s in summaries:
+            if s["spec_a"] == spec:
+                w, d, lost = w + s["wins"], d + s["draws"], lost + s["losses"]
+            elif s["spec_b"] == spec:
+                w, d, lost = w + s["losses"], d + s["draws"], lost + s["wins"]
+        table.append({"spec": spec, **score_summary(w, d, lost)})
+    return sorted(table, key=lambda row: -row["score"])
+
+
+@flow(name="evaluate")
+def _evaluate(root: Path, params: dict, game: str) -> dict[str, Any]:
+    """The tournament: each trained bot vs the baselines and vs each other; Parquet + JSON."""
+    from engine.tournament import summarize_pairing, write_outputs
+
+    root = Path(root)
+    settings = params[game]["evaluate"]
+    bots = bot_specs(root, game)
+    labels = {spec: name for name, spec in bots.items()}
+    baselines = [str(b) for b in settings["baselines"]]
+    config = {
+        "games": int(settings["games"]),
+        "seed": int(settings["seed"]),
+        "opening": int(settings["opening"]),
+    }
+    spec = params[game]["spec"]
+    pairs = pairing_list(list(bots.values()), baselines)
+    futures = [play_pairing.submit(spec, a, b, config) for a, b in pairs]
+    rows: list[dict] = []
+    summaries = []
+    for future in futures:
+        pairing_rows = relabel(future.result(), labels)
+        rows.extend(pairing_rows)
+        summaries.append(summarize_pairing(pairing_rows))
+    summary = {
+        "game": spec,
+        "format": "each bot vs the baselines, then bot vs bot",
+        "games_per_pairing": config["games"],
+        "seed": config["seed"],
+        "bots": list(bots),
+        "baselines": baselines,
+        "pairings": summaries,
+        "standings": standings([*bots, *baselines], summaries),
+    }
+    with atomic_dir(root / "evaluation" / game) as scratch:
+        write_outputs(scratch, rows, summary)
+    metrics = {
+        f"{s['spec_a']}.vs.{s['spec_b']}.score": s["score"]
+        for s in summaries
+        if s["spec_a"] in bots
+    }
+    write_json(root / "metrics" / game / "evaluate.json", metrics)
+    log_stage_run(root, params, game, "evaluate", metrics)
+    return summary
