@@ -109,6 +109,10 @@ def test_repro_runs_the_chain_then_does_nothing_then_only_what_changed(repo):
     assert "## connect4" in report and "## lazerbike" in report and "Production" in report
     lock = yaml.safe_load((root / "dvc.lock").read_text())
     assert "train-connect4@hmm" in lock["stages"] and "report" in lock["stages"]
+    # outputs were ignored up front: the run leaves nothing in git's view but its lock
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=root,
+                            capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert status.splitlines() == ["?? dvc.lock"], status
 
     again = dvc(repo, "repro")
     assert again.returncode == 0

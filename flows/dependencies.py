@@ -1,0 +1,176 @@
+"""The source files each DVC stage executes, derived from the code rather than kept by hand.
+
+A stage's command `gridbots stage NAME …` runs the module flows/stages/NAME.py (generation
+also runs its technique's module); the files it executes are that module's import closure
+within the repository's packages, found by reading the source (every `import`, at any depth
+of the file, so lazy imports count too), plus modules named by string constants (agents.base's
+built-in agent list) and every module of the packages a module lists in `DYNAMIC_IMPORTS`
+(engine.registry discovers the games that way). tests/test_dvc_stages.py fails when dvc.yaml
+misses one; `python -m flows.dependencies` prints each stage's list for dvc.yaml.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("engine", "agents", "features", "models", "flows")
+#: the command line every stage goes through (its module-level imports run for every stage)
+ENTRY = ("flows.cli", "flows.stage_commands", "flows.params")
+
+
+def module_file(name: str, root: Path = ROOT) -> Path | None:
+    """The file of a repository module (`agents.base` → agents/base.py), None for others."""
+    if name.split(".")[0] not in PACKAGES:
+        return None
+    base = root.joinpath(*name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _package_modules(package: str, root: Path) -> set[str]:
+    folder = root.joinpath(*package.split("."))
+    return {
+        f"{package}.{path.stem}"
+        for path in folder.glob("*.py")
+        if path.stem != "__init__" and not path.stem.startswith("_")
+    } | {package}
+
+
+@cache
+def direct_imports(name: str, root: Path = ROOT, module_level_only: bool = False) -> frozenset:
+    """Repository modules `name` imports (anywhere in the file, unless module_level_only)."""
+    path = module_file(name, root)
+    if path is None:
+        return frozenset()
+    tree = ast.parse(path.read_text(), str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    nodes = tree.body if module_level_only else list(ast.walk(tree))
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            found.add(base)
+            found |= {f"{base}.{alias.name}" for alias in node.names}  # submodules
+        elif not module_level_only and isinstance(node, ast.Constant):
+            if isinstance(node.value, str) and re.fullmatch(r"[a-z_]+(\.[a-z_0-9]+)+", node.value):
+                found.add(node.value)
+        elif isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "DYNAMIC_IMPORTS" for t in node.targets
+        ):
+            for package_name in ast.literal_eval(node.value):
+                found |= _package_modules(package_name, root)
+    parents = set()
+    for module in found:  # importing a.b.c runs a/__init__ and a/b/__init__ first
+        pieces = module.split(".")
+        parents |= {".".join(pieces[:i]) for i in range(1, len(pieces))}
+    return frozenset(m for m in found | parents if module_file(m, root) is not None)
+
+
+def closure(roots: list[str], root: Path = ROOT) -> set[Path]:
+    """Files of every repository module the roots execute."""
+    seen: set[str] = set()
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        if name in seen or module_file(name, root) is None:
+            continue
+        seen.add(name)
+        todo.extend(direct_imports(name, root))
+    for name in ENTRY:  # the command line's module-level imports run for every stage
+        seen.add(name)
+        seen |= set(direct_imports(name, root, module_level_only=True))
+    return {module_file(name, root) for name in seen} - {None}
+
+
+def stage_roots(stage: str) -> list[str]:
+    """`generate-connect4@battle` → the modules its command runs."""
+    kind, _, key = stage.partition("@")
+    kind = kind.split("-")[0]
+    roots = [f"flows.stages.{kind}"]
+    if kind == "generate":
+        roots.append(f"features.generate.{key}")
+    return roots
+
+
+def _render(text: Any, variables: dict[str, Any]) -> Any:
+    """DVC's ${...} interpolation for the keys dvc.yaml uses."""
+    if isinstance(text, str):
+
+        def value_of(name: str) -> Any:
+            value: Any = variables
+            for part in name.split("."):
+                value = value[part]
+            return value
+
+        whole = re.fullmatch(r"\$\{([^}]+)\}", text)
+        if whole:  # `foreach: ${connect4.datasets}`: the value itself
+            return value_of(whole.group(1))
+        return re.sub(r"\$\{([^}]+)\}", lambda m: str(value_of(m.group(1))), text)
+    if isinstance(text, list):
+        return [_render(t, variables) for t in text]
+    if isinstance(text, dict):
+        return {_render(k, variables): _render(v, variables) for k, v in text.items()}
+    return text
+
+
+def stages(root: Path = ROOT, params_file: str = "params.yaml") -> dict[str, dict[str, Any]]:
+    """Every stage of dvc.yaml with foreach expanded: name → {cmd, deps, outs} (paths)."""
+    params = yaml.safe_load((root / params_file).read_text())
+    spec = yaml.safe_load((root / "dvc.yaml").read_text())["stages"]
+    expanded: dict[str, dict[str, Any]] = {}
+    for name, stage in spec.items():
+        if "foreach" in stage:
+            items = _render(stage["foreach"], params)
+            items = items if isinstance(items, dict) else dict.fromkeys(items, None)
+            for key, item in items.items():
+                variables = {**params, "key": key, "item": item}
+                expanded[f"{name}@{key}"] = _render(stage["do"], variables)
+        else:
+            expanded[name] = _render(stage, params)
+    result = {}
+    for name, stage in expanded.items():
+        outs: list[str] = []
+        for field in ("outs", "metrics", "plots"):
+            for entry in stage.get(field, []):
+                outs.append(next(iter(entry)) if isinstance(entry, dict) else entry)
+        result[name] = {"cmd": stage["cmd"], "deps": stage.get("deps", []), "outs": outs}
+    return result
+
+
+def missing_deps(name: str, stage: dict[str, Any], root: Path = ROOT) -> list[str]:
+    """Source files the stage executes that none of its deps covers."""
+    covered = [root / dep for dep in stage["deps"]]
+    missing = []
+    for path in sorted(closure(stage_roots(name), root)):
+        if not any(path == dep or dep in path.parents for dep in covered):
+            missing.append(str(path.relative_to(root)))
+    return missing
+
+
+def main() -> None:
+    """Prints, per stage, the source files its command executes (dvc.yaml's deps)."""
+    report = {
+        name: sorted(str(p.relative_to(ROOT)) for p in closure(stage_roots(name)))
+        for name in stages()
+    }
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
