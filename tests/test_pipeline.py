@@ -9,7 +9,10 @@ fails validation stops the chain with the summary, and a failed stage leaves no 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pyarrow as pa
@@ -62,6 +65,11 @@ def harness():
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory, harness):
     root = tmp_path_factory.mktemp("pipeline")
+    # a real repository with a lock, so lineage tags have true values to be checked against
+    (root / "dvc.lock").write_text("schema: '2.0'\nstages: {}\n")
+    for command in (["init", "-q"], ["add", "dvc.lock"],
+                    ["-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qm", "lock"]):
+        subprocess.run(["git", *command], cwd=root, check=True, capture_output=True)  # fmt: skip
     patch = pytest.MonkeyPatch()
     patch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlflow.db'}")
     patch.setenv("MLFLOW_DISABLE_TELEMETRY", "1")
@@ -102,6 +110,20 @@ def test_shards_are_validated_and_match_a_plain_generate_run(chain, tmp_path):
     assert not list((root / "data/connect4").glob(".*"))  # no scratch folder left
 
 
+def test_export_reads_the_trained_files_not_the_mlflow_store(chain, tmp_path, monkeypatch):
+    """A fresh clone has trained/ from a DVC remote but no mlflow.db: export still works and
+    writes the very files the full run exported."""
+    root, params, results = chain
+    shutil.copytree(root / "trained", tmp_path / "trained")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'empty.db'}")
+    exported = pipeline.export_flow(tmp_path, params, "connect4")
+    assert [e["file"] for e in exported] == [e["file"] for e in results["export"]]
+    for entry in exported:
+        mine = tmp_path / "exports/connect4" / entry["name"] / entry["file"]
+        theirs = root / "exports/connect4" / entry["name"] / entry["file"]
+        assert mine.read_bytes() == theirs.read_bytes()
+
+
 def test_training_exports_onnx_with_parity_and_tracks_lineage(chain):
     from models.tracking import client, onnx_signature, read_onnx
 
@@ -116,10 +138,12 @@ def test_training_exports_onnx_with_parity_and_tracks_lineage(chain):
     assert onnx_signature(proto).inputs.input_names() == ["position"]
     assert exported["hmm"]["kind"] == "hmm-json"
     run = client().get_run(mlp["run_id"])
-    assert len(run.data.tags["git.commit"]) in (40, 7) or run.data.tags["git.commit"] == "unknown"
-    assert "dvc.lock_sha256" in run.data.tags and run.data.tags["gridbots.stage"].startswith(
-        "train"
-    )
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+    assert run.data.tags["git.commit"] == head
+    lock_digest = hashlib.sha256((root / "dvc.lock").read_bytes()).hexdigest()
+    assert run.data.tags["dvc.lock_sha256"] == lock_digest
+    assert run.data.tags["gridbots.stage"] == "train-connect4@value_mlp"
     curve = (root / "plots/connect4/value_mlp.csv").read_text().splitlines()
     assert curve[0].startswith("step,") and len(curve) == 3  # header + 2 epochs
 
@@ -151,7 +175,6 @@ def test_tournament_parquet_promotion_and_report(chain):
 
 
 def test_a_dataset_that_fails_validation_stops_the_chain(chain, tmp_path):
-    import shutil
 
     root, params, _ = chain
     copy = tmp_path / "root"
@@ -218,7 +241,6 @@ def test_serve_registers_the_cycle_with_the_cron_of_params():
 
 def test_dask_cluster_gives_the_rows_of_a_local_run(chain, tmp_path):
     pytest.importorskip("prefect_dask")
-    import shutil
 
     from distributed import LocalCluster
 
