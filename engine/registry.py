@@ -10,6 +10,8 @@ from engine.protocol import Game, GameError
 
 _GAMES: dict[str, type[Game]] = {}
 _discovered = False
+#: packages whose every module `_discover` imports (flows.dependencies reads this)
+DYNAMIC_IMPORTS = ("engine.games",)
 
 
 def register(cls: type[Game]) -> type[Game]:
@@ -23,12 +25,15 @@ def _discover() -> None:
     global _discovered
     if _discovered:
         return
-    import engine.games as package
+    for name in DYNAMIC_IMPORTS:
+        _import_all(importlib.import_module(name))
+    _discovered = True
 
+
+def _import_all(package) -> None:
     for module in pkgutil.iter_modules(package.__path__):
         if not module.name.startswith("_"):
             importlib.import_module(f"{package.__name__}.{module.name}")
-    _discovered = True
 
 
 def game_names() -> list[str]:

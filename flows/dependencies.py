@@ -39,11 +39,9 @@ def module_file(name: str, root: Path = ROOT) -> Path | None:
 
 def _package_modules(package: str, root: Path) -> set[str]:
     folder = root.joinpath(*package.split("."))
-    return {
-        f"{package}.{path.stem}"
-        for path in folder.glob("*.py")
-        if path.stem != "__init__" and not path.stem.startswith("_")
-    } | {package}
+    modules = {f"{package}.{p.stem}" for p in folder.glob("*.py") if not p.stem.startswith("_")}
+    packages = {f"{package}.{p.parent.name}" for p in folder.glob("*/__init__.py")}
+    return modules | packages | {package}
 
 
 @cache

@@ -81,7 +81,7 @@ def repo(tmp_path_factory):
         MLFLOW_DISABLE_TELEMETRY="1",
         GX_ANALYTICS_ENABLED="false",
         PREFECT_SERVER_ANALYTICS_ENABLED="false",
-        GRIDBOTS_MODEL_CACHE=str(root / ".model-cache"),
+        GRIDBOTS_MODEL_CACHE=str(root.parent / "model-cache"),  # outside the repository
     )
     with prefect_test_harness():  # one server for every stage instead of one per stage
         env["PREFECT_API_URL"] = PREFECT_API_URL.value()
