@@ -1,7 +1,7 @@
 """LSTM family: it imitates a deterministic bot far above chance, and its ONNX file means what
 the metadata says (output at step t = the learning seat's action in round t + 1).
 
-The bot is `alphabeta:depth=2` (seat 0, deterministic) against `random`; its moves are spread
+The bot is `alphabeta:depth=3` (seat 0, deterministic) against `random`; its moves are spread
 over the columns (the most frequent one is about a quarter of them), so beating three times
 chance (3/7) and twice the majority baseline needs the history, not a favourite column.
 """
@@ -22,7 +22,7 @@ from features.store import generate_dataset, load_dataset
 from models import lstm
 from models.base import ModelError, family
 
-BOT = "alphabeta:depth=2,random"
+BOT = "alphabeta:depth=3,random"
 FAST = {"cells": 32, "dense_units": 32, "batch_size": 32, "learning_rate": 0.01}
 
 
