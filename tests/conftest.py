@@ -7,6 +7,8 @@ for key, value in {
     "MLFLOW_DISABLE_TELEMETRY": "1",
     "DVC_NO_ANALYTICS": "1",
     "GX_ANALYTICS_ENABLED": "false",
+    # a Prefect server started by a stage waits longer on two busy cores than the default 20 s
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
 }.items():
     os.environ.setdefault(key, value)
 

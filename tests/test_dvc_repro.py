@@ -83,7 +83,7 @@ def repo(tmp_path_factory):
         PREFECT_SERVER_ANALYTICS_ENABLED="false",
         GRIDBOTS_MODEL_CACHE=str(root.parent / "model-cache"),  # outside the repository
     )
-    with prefect_test_harness():  # one server for every stage instead of one per stage
+    with prefect_test_harness(server_startup_timeout=180):  # one server for every stage
         env["PREFECT_API_URL"] = PREFECT_API_URL.value()
         yield root, env
 

@@ -58,7 +58,7 @@ def tiny_params() -> dict:
 def harness():
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness():
+    with prefect_test_harness(server_startup_timeout=180):
         yield
 
 
