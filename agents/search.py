@@ -60,7 +60,7 @@ WIN_SCALE = 1000.0
 RESULT_BOUND = 2.0  # |value| above this is a finished game, not an evaluation
 INF = 1e18
 # leaf evaluation modes
-HEURISTIC, PLAYOUT, BATCH = 0, 1, 2
+HEURISTIC, PLAYOUT, BATCH, NETWORK = 0, 1, 2, 3
 # what `run` returns
 DONE, NEED_VALUES = 0, 1
 # node kinds
@@ -83,6 +83,17 @@ Q_MIX = np.int64(-7046029254386353131)  # 0x9E3779B97F4A7C15 as int64: the playe
 def evaluate(s, player):
     """Placeholder: `compiled` binds the game's heuristic kernel (or `zero_evaluate`)."""
     raise TypeError("evaluate is only available inside a bound search")
+
+
+def network_value(s, player, weights):
+    """Placeholder: `compiled` binds a learned evaluation (NETWORK mode) or `zero_network`."""
+    raise TypeError("network_value is only available inside a bound search")
+
+
+@njit(cache=True)
+def zero_network(s, player, weights):
+    """The NETWORK leaf of a search built without a network."""
+    return 0.0
 
 
 @njit(cache=True)
@@ -155,10 +166,13 @@ def result_value(s, q, ply, scale, out):
 
 
 @generic(inline=True)
-def leaf_value(s, q, mode, playouts, num_players, neutral, rng, scratch, buffer, joint, out):
+def leaf_value(s, q, mode, playouts, weights, num_players, neutral, rng, scratch, buffer, joint,
+               out):  # fmt: skip
     """The evaluation of a cut-off position for q, in [-1, 1]."""
     if mode == HEURISTIC:
         return evaluate(s, q)
+    if mode == NETWORK:
+        return network_value(s, q, weights)
     total = 0.0
     for _ in range(playouts):
         scratch[:] = s
@@ -249,9 +263,11 @@ def run(root, q, depth, budget, root_hint, cfg, rng, ws, tt, mem):
     ws[7][ABORTED] = 1 when the node budget ran out, result unusable) or NEED_VALUES (write
     the values for q of ws[13][:n], whose movers are ws[14][:n], n = ws[7][PENDING], into
     ws[15][:n] and call again with the same arguments). cfg = (teams, num_players, neutral,
-    mode, playouts, scale, prune); with prune off every window stays open and the table is
-    never probed: plain minimax, every node visited."""
-    teams, num_players, neutral, mode, playouts, scale, prune = cfg
+    mode, playouts, scale, prune, weights); with prune off every window stays open and the
+    table is never probed: plain minimax, every node visited. `weights` (float64) reach the
+    NETWORK leaf as they are, so a learned evaluation runs inside the loop without being
+    compiled into it."""
+    teams, num_players, neutral, mode, playouts, scale, prune, weights = cfg
     states, moves, order, legal, counts, ints, floats, regs, vals = ws[:9]
     scratch, buffer, joint, out = ws[9], ws[10], ws[11], ws[12]
     b_states, b_movers, b_values, c_values, c_slot = ws[13], ws[14], ws[15], ws[16], ws[17]
@@ -301,14 +317,15 @@ def run(root, q, depth, budget, root_hint, cfg, rng, ws, tt, mem):
                 n = legal_actions(s, q, moves[f])
                 if n == 0:  # q is out while the game goes on
                     if mates_can_act(s, q, teams, num_players, buffer):
-                        value = evaluate(s, q)
+                        value = leaf_value(s, q, mode, playouts, weights, num_players, neutral,
+                                           rng, scratch, buffer, joint, out)  # fmt: skip
                         regs[LEAVES] += 1
                     else:
                         value = scaled(-1.0, ply, scale)
                     continue
             if ply >= depth:
-                value = leaf_value(s, q, mode, playouts, num_players, neutral, rng, scratch,
-                                   buffer, joint, out)  # fmt: skip
+                value = leaf_value(s, q, mode, playouts, weights, num_players, neutral, rng,
+                                   scratch, buffer, joint, out)  # fmt: skip
                 regs[LEAVES] += 1
                 continue
             if mover == SIMULTANEOUS:
@@ -504,13 +521,18 @@ def compiled(
     loop=run,
     *,
     heuristic: Callable | None = None,
+    network: Callable | None = None,
     child_moves_fn: Callable | None = None,
     play_move_fn: Callable | None = None,
 ) -> Callable:
     """`loop` (`run` or `search`) compiled for `game`'s kernels and an evaluation kernel
-    (default: the game's heuristic, or zero); portfolio searches pass njit `child_moves_fn(s,
-    player, out) -> count` and `play_move_fn(s, move)` to search over their own moves."""
-    extra: dict[str, Callable] = {"evaluate": heuristic or game.evaluate or zero_evaluate}
+    (default: the game's heuristic, or zero); `network(s, player, weights)` is the NETWORK
+    leaf; portfolio searches pass njit `child_moves_fn(s, player, out) -> count` and
+    `play_move_fn(s, move)` to search over their own moves."""
+    extra: dict[str, Callable] = {
+        "evaluate": heuristic or game.evaluate or zero_evaluate,
+        "network_value": network or zero_network,
+    }
     if child_moves_fn is not None:
         extra["child_moves"] = child_moves_fn
     if play_move_fn is not None:
@@ -518,12 +540,23 @@ def compiled(
     return bind(loop, game.kernels.search(), **extra)
 
 
-def config(game: Game, mode: int, playouts: int = 1, prune: bool = True) -> tuple:
-    """The `cfg` tuple of `run`: results on WIN_SCALE except in games with chance nodes."""
-    scale = 1.0 if game.has_chance else WIN_SCALE
+def config(
+    game: Game,
+    mode: int,
+    playouts: int = 1,
+    prune: bool = True,
+    weights: np.ndarray | None = None,
+    scale: float | None = None,
+) -> tuple:
+    """The `cfg` tuple of `run`. Results are on WIN_SCALE (sooner wins first) except in games
+    with chance nodes; `scale=1` scores them flat (a win is 1 at any distance), as the plain
+    minimax of the studies does."""
+    if scale is None:
+        scale = 1.0 if game.has_chance else WIN_SCALE
     teams = np.asarray(game.teams, dtype=np.int64)
     meta = (game.num_players, game.neutral_action)
-    return (teams, *meta, mode, max(int(playouts), 1), scale, bool(prune))
+    w = np.zeros(1) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+    return (teams, *meta, mode, max(int(playouts), 1), float(scale), bool(prune), w)
 
 
 #: evaluates a batch for q: (states [n, size], movers [n], q) -> values [n] in [-1, 1] for q
@@ -550,9 +583,10 @@ class Outcome:
 class AlphaBeta:
     """One game's compiled core with its buffers, table and move-ordering memory.
 
-    `leaf` is "heuristic", "playout" or a BatchEvaluator; `heuristic` replaces the game's
-    evaluation kernel; `child_moves_fn`/`play_move_fn` replace the moves of turn nodes;
-    `pruning=False` visits every node (a reference for tests and node counts).
+    `leaf` is "heuristic", "playout", "network" (njit `network(s, player, weights)` with
+    `weights`) or a BatchEvaluator; `heuristic` replaces the game's evaluation kernel;
+    `child_moves_fn`/`play_move_fn` replace the moves of turn nodes; `pruning=False` visits
+    every node (a reference for tests and node counts); `result_scale=1.0` scores results flat.
     """
 
     def __init__(
@@ -568,6 +602,9 @@ class AlphaBeta:
         child_moves_fn: Callable | None = None,
         play_move_fn: Callable | None = None,
         pruning: bool = True,
+        network: Callable | None = None,
+        weights: np.ndarray | None = None,
+        result_scale: float | None = None,
     ):
         self.game = game
         self.batch: BatchEvaluator | None = None
@@ -579,13 +616,18 @@ class AlphaBeta:
             mode = HEURISTIC
         elif leaf == "playout":
             mode = PLAYOUT
+        elif leaf == "network" and network is not None:
+            mode = NETWORK
         else:
-            raise ValueError(f"leaf evaluation {leaf!r}: heuristic, playout or a function")
+            raise ValueError(
+                f"leaf evaluation {leaf!r}: heuristic, playout, network (with `network=`) or a "
+                "function"
+            )
         self.mode = mode
         self.max_depth = int(max_depth or game.max_game_length)
-        self.cfg = config(game, mode, playouts, pruning)
-        self._run = compiled(game, run, heuristic=heuristic, child_moves_fn=child_moves_fn,
-                             play_move_fn=play_move_fn)  # fmt: skip
+        self.cfg = config(game, mode, playouts, pruning, weights, result_scale)
+        self._run = compiled(game, run, heuristic=heuristic, network=network,
+                             child_moves_fn=child_moves_fn, play_move_fn=play_move_fn)  # fmt: skip
         size = game.new_initial_state(seed=0).array.shape[0]
         self.ws = workspace(self.max_depth, size, game.num_players, game.num_actions)
         self.tt = table(int(table_bits))
