@@ -17,6 +17,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -158,6 +159,106 @@ def run_shard(task: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---- the generation run ------------------------------------------------------------------------
+class Plan:
+    """A dataset being written (or resumed): the shards left to do, and how each finished one
+    is committed. `gridbots generate` and the pipeline's generate stage both write through it,
+    so a killed run of either resumes where it stopped."""
+
+    def __init__(self, root: Path, manifest: dict[str, Any], tasks: list[dict[str, Any]]):
+        self.root = root
+        self.manifest = manifest
+        self.tasks = tasks  # one per shard still to generate, for run_shard (any process)
+        self.planned = int(manifest["planned_shards"])
+        self.started = time.time()
+
+    @property
+    def done(self) -> int:
+        return len(self.manifest["shards"])
+
+    def commit(self, result: dict[str, Any]) -> None:
+        """A finished shard from run_shard: its temporary files renamed into place, then the
+        manifest rewritten (a kill between the two only costs that shard)."""
+        for table, temp in result.pop("temp").items():
+            os.replace(temp, shard_path(self.root, table, result["shard"]))
+        for table in TABLES:
+            _fsync_dir(self.root / table)
+        self.manifest["shards"][str(result["shard"])] = result
+        _save(self.root, self.manifest)
+
+    def finish(self) -> dict[str, Any]:
+        """Marks the dataset complete (every planned shard committed); the final manifest."""
+        done = self.manifest["shards"]
+        missing = [k for k in range(self.planned) if str(k) not in done]
+        if missing:
+            raise DataError(f"{self.root}: shards {missing[:5]} are not committed yet")
+        manifest = self.manifest
+        manifest["complete"] = True
+        manifest["content_hash"] = _content_hash(done)
+        manifest["counts"] = {t: sum(s["rows"][t] for s in done.values()) for t in TABLES}
+        manifest["timings"]["seconds"] = round(
+            manifest["timings"].get("seconds", 0.0) + time.time() - self.started, 3
+        )
+        manifest["timings"]["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+        _save(self.root, manifest)
+        return manifest
+
+
+def plan(
+    root: Path | str,
+    game_spec: str,
+    technique: str,
+    options: dict[str, Any],
+    seed: int = 0,
+    replace: bool = False,
+) -> Plan:
+    """Opens the dataset at `root` for writing: a new one, or the same command's interrupted
+    one (stray temporary files removed, finished shards kept). A dataset made by another
+    command is refused, or with `replace` (an output the caller owns, such as a DVC stage's)
+    deleted first."""
+    from engine import parse_game_spec
+    from features import generate
+
+    root = Path(root)
+    game = parse_game_spec(game_spec)
+    module, params = generate.parse_params(game, technique, options)
+    identity = _identity(game, technique, params, seed)
+    planned = generate.num_shards(module, game, params)
+    stride = generate.game_id_stride(module, game, params)
+    if replace and root.exists() and _made_by_another(root, identity):
+        shutil.rmtree(root)
+    manifest = _open(root, game, identity, planned)
+    for temp in _stray_temps(root):
+        temp.unlink(missing_ok=True)
+    done = manifest["shards"]
+    todo = [
+        k
+        for k in range(planned)
+        if str(k) not in done or not all(shard_path(root, t, k).is_file() for t in TABLES)
+    ]
+    for k in todo:
+        done.pop(str(k), None)
+    tasks = [
+        {
+            "game": game.spec(),
+            "technique": technique,
+            "params": params,
+            "seed": int(seed),
+            "shard": k,
+            "first_game_id": k * stride,
+            "root": str(root.resolve()),
+        }
+        for k in todo
+    ]
+    return Plan(root, manifest, tasks)
+
+
+def _made_by_another(root: Path, identity: dict[str, Any]) -> bool:
+    try:
+        return read_manifest(root).get("identity") != identity
+    except DataError:  # no manifest (or an unreadable one): not a dataset to resume
+        return any(True for _ in _listing(root))
+
+
 def generate_dataset(
     root: Path | str,
     game_spec: str,
@@ -172,66 +273,21 @@ def generate_dataset(
     `options` are the command's technique options (None = default); `progress(done, total)` is
     called after every shard.
     """
-    from engine import parse_game_spec
-    from features import generate
-
-    root = Path(root)
-    game = parse_game_spec(game_spec)
-    module, params = generate.parse_params(game, technique, options)
-    identity = _identity(game, technique, params, seed)
-    planned = generate.num_shards(module, game, params)
-    stride = generate.game_id_stride(module, game, params)
-    manifest = _open(root, game, identity, planned)
-    for temp in _stray_temps(root):
-        temp.unlink(missing_ok=True)
-    done = manifest["shards"]
-    todo = [
-        k
-        for k in range(planned)
-        if str(k) not in done or not all(shard_path(root, t, k).is_file() for t in TABLES)
-    ]
-    for k in todo:
-        done.pop(str(k), None)
+    job = plan(root, game_spec, technique, options, seed)
     if progress:
-        progress(planned - len(todo), planned)
-    started = time.time()
-    tasks = (
-        {
-            "game": game.spec(),
-            "technique": technique,
-            "params": params,
-            "seed": int(seed),
-            "shard": k,
-            "first_game_id": k * stride,
-            "root": str(root),
-        }
-        for k in todo
-    )
+        progress(job.done, job.planned)
 
     def finish(result: dict[str, Any]) -> None:
-        for table, temp in result.pop("temp").items():
-            os.replace(temp, shard_path(root, table, result["shard"]))
-        for table in TABLES:
-            _fsync_dir(root / table)
-        done[str(result["shard"])] = result
-        _save(root, manifest)
+        job.commit(result)
         if progress:
-            progress(len(done), planned)
+            progress(job.done, job.planned)
 
-    if workers <= 1 or len(todo) <= 1:
-        for task in tasks:
+    if workers <= 1 or len(job.tasks) <= 1:
+        for task in job.tasks:
             finish(run_shard(task))
     else:
-        _run_pool(tasks, workers, finish)
-    manifest["complete"] = True
-    manifest["content_hash"] = _content_hash(done)
-    manifest["counts"] = {t: sum(s["rows"][t] for s in done.values()) for t in TABLES}
-    manifest["timings"]["seconds"] = round(
-        manifest["timings"].get("seconds", 0.0) + time.time() - started, 3
-    )
-    manifest["timings"]["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
-    _save(root, manifest)
-    return manifest
+        _run_pool(iter(job.tasks), workers, finish)
+    return job.finish()
 
 
 def _run_pool(tasks: Iterator[dict[str, Any]], workers: int, finish: Callable) -> None:
@@ -317,9 +373,24 @@ def shard_files(root: Path | str, table: str) -> list[Path]:
     return paths
 
 
-def load_dataset(root: Path | str, table: str, verify: bool = False) -> pa.Table:
-    """One table of a complete dataset (all shards), checked against the manifest's row counts
-    (and file hashes with `verify`)."""
+def read_verified(path: Path, expected_sha256: str) -> bytes:
+    """A shard file's bytes, only if they are the ones the manifest recorded: a shard changed or
+    truncated since it was written stops the reader with one clear line."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise DataError(f"{path} is unreadable: {error}") from None
+    if hashlib.sha256(data).hexdigest() != expected_sha256:
+        raise DataError(
+            f"{path} changed since it was written (its sha256 is not the manifest's): "
+            "generate the dataset again"
+        )
+    return data
+
+
+def load_dataset(root: Path | str, table: str, verify: bool = True) -> pa.Table:
+    """One table of a complete dataset (all shards), each shard checked against the manifest's
+    hash (unless `verify` is off) and row count."""
     root = Path(root)
     paths = shard_files(root, table)
     shards = read_manifest(root)["shards"]
@@ -327,10 +398,9 @@ def load_dataset(root: Path | str, table: str, verify: bool = False) -> pa.Table
     for key, path in zip(sorted(shards, key=int), paths, strict=True):
         try:
             if verify:
-                data = path.read_bytes()
-                if hashlib.sha256(data).hexdigest() != shards[key]["sha256"][table]:
-                    raise DataError(f"{path} does not match its hash in the manifest")
-                part = pq.read_table(pa.BufferReader(data))
+                part = pq.read_table(
+                    pa.BufferReader(read_verified(path, shards[key]["sha256"][table]))
+                )
             else:
                 part = pq.read_table(path)
         except (OSError, pa.ArrowException) as error:
