@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import inspect
+import os
 import sys
 from pathlib import Path
 
@@ -42,6 +43,12 @@ def parse_file_spec(spec: str) -> tuple[Path, str | None]:
     return Path(path), name or None
 
 
+def _located(path: Path) -> Path:
+    """A relative bot file is relative to the referee's folder (a sealed bot runs elsewhere)."""
+    base = os.environ.get("GRIDBOTS_REFEREE_CWD")
+    return Path(base) / path if base and not path.is_absolute() else path
+
+
 def _read(path: Path) -> str:
     try:
         return path.read_text()
@@ -52,6 +59,7 @@ def _read(path: Path) -> str:
 def check_file(spec: str) -> tuple[Path, str]:
     """Validates a file bot without executing it; returns (path, class name)."""
     path, name = parse_file_spec(spec)
+    path = _located(path)
     text = _read(path)
     try:
         tree = ast.parse(text, filename=str(path))

@@ -26,10 +26,15 @@ import json
 import os
 import resource
 import selectors
+import shutil
+import signal
 import subprocess
+import tempfile
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,7 +46,15 @@ READ_CHUNK = 65536
 LAP_READ_BUDGET = 256 * 1024  # past this, a bot's pipe is left unread until the next lap
 STDERR_TAIL = 4096
 DEFAULT_MEMORY_MB = 2048
+DEFAULT_CPU_S = 600  # CPU seconds a bot process may use in its whole life (RLIMIT_CPU)
+MAX_FILE_BYTES = 64 << 20  # the largest file a bot may write (RLIMIT_FSIZE), in its folder
+MAX_PIPE_BYTES = 64 << 20  # what a bot may write to its stdout in one game before it is killed
 STARTUP_S = 120.0  # imports and numba cache loads happen before the first "ok"
+RESET_S = 10.0  # a process that already played answers a new game within this
+#: the only variables a bot inherits (besides the ones the referee sets)
+INHERITED_ENV = ("PATH", "PYTHONPATH", "LANG", "LC_ALL", "TZ", "VIRTUAL_ENV")
+MARKER = "GRIDBOTS_BOT_ID"
+SOURCE_ROOT = Path(__file__).resolve().parents[1]  # so the host imports this very code
 
 
 @dataclass
@@ -66,9 +79,26 @@ class SeatStats:
         self.peak_kb = max(self.peak_kb, other.peak_kb)
 
 
-def _limit_memory(megabytes: int) -> None:
+def _seal(megabytes: int, cpu_seconds: int) -> None:
+    """Runs in the child before exec: address space, CPU time, file size, no core dumps."""
     limit = int(megabytes) * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_CPU, (int(cpu_seconds), int(cpu_seconds) + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _kill_marked(marker: str) -> None:
+    """Kills every process whose environment carries `marker` (children that left the group)."""
+    needle = f"{MARKER}={marker}".encode()
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                os.kill(int(entry.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            continue
 
 
 class BotProcess:
@@ -80,12 +110,18 @@ class BotProcess:
         spec: str,
         memory_mb: int = DEFAULT_MEMORY_MB,
         env: dict[str, str] | None = None,
+        cpu_s: int = DEFAULT_CPU_S,
     ):
         self.argv = [*host, spec]
         self.spec = spec
         self.memory_mb = memory_mb
+        self.cpu_s = cpu_s
+        inherited = {k: os.environ[k] for k in INHERITED_ENV if k in os.environ}
+        path = os.pathsep.join(filter(None, [str(SOURCE_ROOT), inherited.get("PYTHONPATH")]))
         self.env = {
-            **os.environ,
+            **inherited,
+            "PYTHONPATH": path,
+            "GRIDBOTS_REFEREE_CWD": os.getcwd(),  # relative bot files resolve against it
             "OPENBLAS_NUM_THREADS": "1",
             "OMP_NUM_THREADS": "1",
             "MKL_NUM_THREADS": "1",
@@ -95,18 +131,27 @@ class BotProcess:
         self.proc: subprocess.Popen | None = None
         self.stats = SeatStats()
         self.stderr_tail = b""
+        self.folder: Path | None = None
+        self.games = 0  # games begun by the current process
 
     # ---- process life ----------------------------------------------------------------------
     def start(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="gridbots-bot-"))
+        self.marker = uuid.uuid4().hex
+        env = {**self.env, "HOME": str(self.folder), "TMPDIR": str(self.folder),
+               "GRIDBOTS_SANDBOX": str(self.folder), MARKER: self.marker}  # fmt: skip
         self.proc = subprocess.Popen(
             self.argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=self.env,
-            preexec_fn=lambda: _limit_memory(self.memory_mb),
+            env=env,
+            cwd=self.folder,
+            preexec_fn=lambda: _seal(self.memory_mb, self.cpu_s),
+            start_new_session=True,
             close_fds=True,
         )
+        self.games = 0
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             os.set_blocking(stream.fileno(), False)
         self.out_fd = self.proc.stdout.fileno()
@@ -122,6 +167,7 @@ class BotProcess:
         self.asked = False
         self.answered_at = 0.0
         self.lap_bytes = 0
+        self.game_bytes = 0
 
     @property
     def alive(self) -> bool:
@@ -141,29 +187,42 @@ class BotProcess:
         return 0
 
     def close(self) -> None:
-        """Asks the bot to leave, then kills it; never waits long for a misbehaving one."""
+        """Asks the bot to leave, then kills its whole group and removes its folder; never
+        waits long for a misbehaving one."""
         if self.proc is None:
             return
         if self.alive:
             with contextlib.suppress(OSError):
                 os.write(self.in_fd, b'{"op": "bye"}\n')
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=0.5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        self._kill()
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             with contextlib.suppress(OSError):
                 stream.close()
         self.proc = None
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
+
+    def _kill(self) -> None:
+        """SIGKILL to the bot's process group (its children too), then to any process still
+        carrying its marker; reaps the bot."""
+        if self.proc is None:
+            return
+        with contextlib.suppress(OSError):
+            os.killpg(self.proc.pid, signal.SIGKILL)  # its own session: group id = its pid
+        _kill_marked(self.marker)
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+        self.proc.wait()
 
     def _die(self) -> None:
         if not self.dead:
             self.dead = True
             self.stats.crashes += 1
             self.pending = False
-            if self.proc is not None and self.proc.poll() is None:
-                self.proc.kill()
+            self._kill()
 
     # ---- writing ---------------------------------------------------------------------------
     def send(self, message: dict[str, Any]) -> None:
@@ -194,6 +253,11 @@ class BotProcess:
             self._die()
             return
         self.lap_bytes += len(chunk)
+        self.game_bytes += len(chunk)
+        if self.game_bytes > MAX_PIPE_BYTES:  # a flood past the cap: the bot is done
+            self.stats.discarded_bytes += len(chunk)
+            self._die()
+            return
         position = 0
         while self.owed and position < len(chunk):
             end = chunk.find(b"\n", position)
@@ -251,8 +315,9 @@ class BotProcess:
 class IsolatedPlayers:
     """Asks isolated bots for actions, concurrently and under one deadline per lap.
 
-    Turns every kind of misbehaviour into a legal action: late or crashed -> a random legal
-    action; illegal -> rejected, counted, and a random legal action instead.
+    Turns every kind of misbehaviour into a legal action: late or crashed -> killed, and random
+    legal actions for the rest of the game; illegal -> rejected, counted, and a random legal
+    action instead.
     """
 
     def __init__(self, bots: Sequence[BotProcess], move_ms: float, rng: np.random.Generator):
@@ -278,6 +343,8 @@ class IsolatedPlayers:
         self._unmute()
         for bot, agent_seed in zip(self.bots, agent_seeds, strict=True):
             bot.stats = SeatStats()
+            bot.game_bytes = 0
+            bot.games += 1
             bot.send(
                 {
                     "op": "game",
@@ -287,9 +354,22 @@ class IsolatedPlayers:
                     "agent_seed": int(agent_seed),
                 }
             )
+        # a fresh process imports and loads its kernels first; one that already played has
+        # RESET_S; a bot past its deadline is killed and plays random moves this game
+        limits = {id(b): STARTUP_S if b.games == 1 else RESET_S for b in self.bots}
+        start = time.perf_counter()
+
+        def settled() -> bool:
+            elapsed = time.perf_counter() - start
+            for bot in self.bots:
+                if bot.owed and not bot.dead and elapsed > limits[id(bot)]:
+                    bot.stats.late += 1
+                    bot._die()
+            return all(b.owed == 0 or b.dead for b in self.bots)
+
         self.budget = False  # read everything until each "ok": the game cannot start without it
         try:
-            self._wait(lambda: all(b.owed == 0 or b.dead for b in self.bots), STARTUP_S)
+            self._wait(settled, max(limits.values()) + 0.1, tick=0.05)
         finally:
             self.budget = True
 
@@ -324,10 +404,11 @@ class IsolatedPlayers:
             action = None
             if bot.dead:
                 pass
-            elif bot.pending or not bot.asked:
+            elif bot.pending or not bot.asked:  # missed the lap: killed, random this game
                 bot.pending = False
                 bot.stats.late += 1
                 bot.stats.times.append(self.move_ms / 1000.0)
+                bot._die()
             else:
                 bot.stats.times.append(bot.answered_at - start)
                 action = _parse_action(bot.answer)
@@ -348,7 +429,7 @@ class IsolatedPlayers:
             bot.stats.peak_kb = max(bot.stats.peak_kb, bot.peak_kb())
         return [bot.stats for bot in self.bots]
 
-    def _wait(self, done, seconds: float, start: float | None = None) -> None:
+    def _wait(self, done, seconds: float, start: float | None = None, tick: float = 0.0) -> None:
         deadline = (start or time.perf_counter()) + seconds
         while not done():
             for bot in self.bots:
@@ -357,7 +438,7 @@ class IsolatedPlayers:
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
                 return
-            for key, _ in self.selector.select(remaining):
+            for key, _ in self.selector.select(min(remaining, tick) if tick else remaining):
                 bot, is_stdout = key.data
                 if bot.dead:
                     self._forget(bot)
