@@ -7,6 +7,7 @@ the gate fails on the expectation that names that defect (the summary and JSON s
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -45,12 +46,16 @@ def copy(src: Path, tmp_path: Path) -> Path:
 
 
 def rewrite(directory: Path, table: str, change) -> None:
-    """Replaces the first shard of `table` by change(its Arrow table), same number of rows."""
+    """Replaces the first shard of `table` by change(its Arrow table), same number of rows, and
+    records its hash as the store would: a technique that wrote bad rows, not a changed file."""
     path = directory / table / SHARD
     before = pq.read_table(path)
     after = change(before)
     assert after.num_rows == before.num_rows
     pq.write_table(after, path)
+    manifest = json.loads((directory / "manifest.json").read_text())
+    manifest["shards"]["0"]["sha256"][table] = hashlib.sha256(path.read_bytes()).hexdigest()
+    (directory / "manifest.json").write_text(json.dumps(manifest))
 
 
 def set_column(table: pa.Table, name: str, values) -> pa.Table:
@@ -299,3 +304,23 @@ def test_missing_or_half_written_dataset_is_bad_input(datasets, tmp_path, capsys
     assert main(["validate", str(data)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(line.startswith("gridbots: error:") for line in err)
+
+
+# ---- a shard changed after it was written: stopped before anything reads it ----------------
+@pytest.mark.parametrize("damage", ["changed", "truncated"])
+@pytest.mark.parametrize("command", ["validate", "encode"])
+def test_a_changed_or_truncated_shard_stops_the_reader(datasets, tmp_path, capsys, damage, command):
+    data = copy(datasets["c4"], tmp_path)
+    path = data / "sequences" / SHARD  # the table both read (encode: qualitative sequences)
+    if damage == "changed":  # a valid Parquet file, even the same rows, but not the bytes written
+        pq.write_table(pq.read_table(path), path, compression="gzip")
+    else:
+        path.write_bytes(path.read_bytes()[:-100])
+    argv = ["validate", str(data)]
+    if command == "encode":
+        argv = ["encode", str(data), "--encoding", "qualitative", "--out", str(tmp_path / "e.npz")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "sequences/part-00000.parquet changed since it was written" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "e.npz").exists()
