@@ -25,7 +25,7 @@ from engine.protocol import CHANCE, SIMULTANEOUS, TERMINAL, Game
 from engine.specialise import apply_action, bind, current_player, generic, legal_actions, returns
 
 ENCODINGS = ("board-onehot", "count-onehot")
-COUNT_LENGTH = 40  # features.encode.COUNT_LENGTH (the one-hot width of one count)
+COUNT_LENGTH = 40  # the one-hot width of one count (features.encode imports it from here)
 
 
 @generic

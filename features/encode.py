@@ -35,9 +35,9 @@ from agents.sequence_codec import (  # noqa: F401 (EncodingError, decode_… are
     rounds_from_steps,
     sequence_length,
 )
+from agents.value_features import COUNT_LENGTH  # the one width, shared with the agents
 from features.errors import DataError
-
-COUNT_LENGTH = 40
+from features.schema import list_parts
 
 
 # ---- Arrow helpers -----------------------------------------------------------------------------
@@ -65,12 +65,11 @@ def list_matrix(column: Any, width: int, dtype: Any, fill: float = 0) -> np.ndar
 
 
 def _ragged(column: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(flat int64 values, offsets) of a list column without nulls."""
-    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    lengths = arr.value_lengths().fill_null(0).to_numpy(zero_copy_only=False)
-    offsets = np.zeros(len(arr) + 1, dtype=np.int64)
+    """(flat int64 values, offsets) of a list column (features.schema.list_parts)."""
+    values, lengths = list_parts(column)
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    return arr.flatten().to_numpy(zero_copy_only=False).astype(np.int64), offsets
+    return values.astype(np.int64), offsets
 
 
 def _column(table: pa.Table, name: str, dtype: Any) -> np.ndarray:

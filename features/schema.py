@@ -14,6 +14,9 @@ the game's shapes (num_actions, observation_shape, state_size) next to the shard
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import pyarrow as pa
 
 SCHEMA_VERSION = 1
@@ -63,3 +66,11 @@ POSITIONS = pa.schema(
 )
 
 SCHEMAS = {"games": GAMES, "sequences": SEQUENCES, "positions": POSITIONS}
+
+
+def list_parts(column: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(flat values, per-row lengths) of a list column; a null row counts as empty, so a
+    corrupt shard reaches the checks instead of crashing the reader."""
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    lengths = arr.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    return arr.flatten().to_numpy(zero_copy_only=False), lengths
