@@ -18,7 +18,6 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -319,6 +318,21 @@ def pairings(specs: Sequence[str], form: str) -> list[tuple[int, int]]:
     raise GameError(f"unknown tournament format {form!r}; known: round-robin, gauntlet")
 
 
+def standings(specs: Sequence[str], summaries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each spec's W/D/L over every pairing it played, with score and Elo; best first."""
+    table = []
+    for spec in specs:
+        wins = draws = losses = 0
+        for s in summaries:
+            w, d, ls = s["wins"], s["draws"], s["losses"]
+            if s["spec_a"] == spec:
+                wins, draws, losses = wins + w, draws + d, losses + ls
+            elif s["spec_b"] == spec:
+                wins, draws, losses = wins + ls, draws + d, losses + w
+        table.append({"spec": spec, **score_summary(wins, draws, losses)})
+    return sorted(table, key=lambda row: -row["score"])
+
+
 def run_tournament(
     game: Game,
     specs: Sequence[str],
@@ -339,17 +353,7 @@ def run_tournament(
         pairing_rows = play_pairing(game, specs[i], specs[j], config, make_seat, host, on_game)
         rows.extend(pairing_rows)
         summaries.append(summarize_pairing(pairing_rows))
-    standings = []
-    for spec in specs:
-        wins = draws = losses = 0
-        for s in summaries:
-            w, d, ls = s["wins"], s["draws"], s["losses"]
-            if s["spec_a"] == spec:
-                wins, draws, losses = wins + w, draws + d, losses + ls
-            elif s["spec_b"] == spec:
-                wins, draws, losses = wins + ls, draws + d, losses + w
-        standings.append({"spec": spec, **score_summary(wins, draws, losses)})
-    standings.sort(key=lambda row: -row["score"])
+    table = standings(specs, summaries)
     summary = {
         "game": game.spec(),
         "format": form,
@@ -364,89 +368,6 @@ def run_tournament(
             else "in-process: KiB by which the bot's decisions raised the peak RSS (ru_maxrss)"
         ),
         "pairings": summaries,
-        "standings": standings,
+        "standings": table,
     }
     return rows, summary
-
-
-# ---- output -----------------------------------------------------------------------------------
-def write_outputs(out: Path, rows: Sequence[dict[str, Any]], summary: dict[str, Any]) -> dict:
-    """games.parquet (one row per game), summary.json and scores.png under `out`."""
-    import pandas as pd
-
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {
-        "games": out / "games.parquet",
-        "summary": out / "summary.json",
-        "plot": out / "scores.png",
-    }
-    pd.DataFrame(list(rows)).to_parquet(paths["games"], index=False)
-    paths["summary"].write_text(json.dumps(summary, indent=2) + "\n")
-    plot_scores(summary["pairings"], paths["plot"], summary.get("game", ""))
-    return {key: str(path) for key, path in paths.items()}
-
-
-def plot_scores(pairing_summaries: Sequence[dict[str, Any]], path: Path, title: str = "") -> None:
-    """A bar per pairing: A's score with its 95% interval; 0.5 marks an even match."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    labels = [s["pairing"] for s in pairing_summaries]
-    scores = np.array([s["score"] for s in pairing_summaries])
-    errors = np.array(
-        [
-            [s["score"] - s["score_low"] for s in pairing_summaries],
-            [s["score_high"] - s["score"] for s in pairing_summaries],
-        ]
-    )
-    figure, axes = plt.subplots(figsize=(max(4.0, 1.2 * len(labels) + 2), 4))
-    axes.bar(range(len(labels)), scores, yerr=errors, capsize=4, color="tab:blue")
-    axes.axhline(0.5, color="grey", linewidth=1, linestyle="--")
-    axes.set_xticks(range(len(labels)), labels, rotation=20, ha="right", fontsize=8)
-    axes.set_ylim(0, 1)
-    axes.set_ylabel("score of the first agent (95% interval)")
-    axes.set_title(f"{title} scores".strip())
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-
-
-def pairing_table(summaries: Sequence[dict[str, Any]], title: str = ""):
-    """Rich tables: one line per pairing, then one per bot and pairing (time, memory, faults)."""
-    from rich.console import Group
-    from rich.table import Table
-
-    results = Table(title=title or None)
-    for column in ("#", "A", "B", "W/D/L", "score A [95%]", "Elo A-B [95%]"):
-        results.add_column(column, justify="right" if column == "#" else "left")
-    bots = Table()
-    for column in ("#", "bot", "ms mean", "ms p95", "peak MiB", "illegal", "late", "crash"):
-        bots.add_column(column, justify="left" if column == "bot" else "right")
-    for number, s in enumerate(summaries, start=1):
-        results.add_row(
-            str(number),
-            s["spec_a"],
-            s["spec_b"],
-            f"{s['wins']}/{s['draws']}/{s['losses']}",
-            f"{s['score']:.3f} [{s['score_low']:.3f}, {s['score_high']:.3f}]",
-            f"{_elo_text(s['elo'], s['score'] - 0.5)} "
-            f"[{_elo_text(s['elo_low'], -1)}, {_elo_text(s['elo_high'], 1)}]",
-        )
-        for bot in s["bots"]:
-            bots.add_row(
-                str(number),
-                bot["spec"],
-                f"{bot['time_mean_ms']:.1f}",
-                f"{bot['time_p95_ms']:.1f}",
-                f"{bot['peak_kb'] / 1024:.0f}",
-                str(bot["illegal"]),
-                str(bot["late"]),
-                str(bot["crashes"]),
-            )
-    return Group(results, bots)
-
-
-def _elo_text(value: float | None, sign: float) -> str:
-    return f"{value:+.0f}" if value is not None else ("+inf" if sign > 0 else "-inf")

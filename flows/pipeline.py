@@ -37,7 +37,6 @@ from flows.stages.evaluate import (  # noqa: F401
     pairing_list,
     play_pairing,
     relabel,
-    standings,
 )
 from flows.stages.export import export_flow, export_model  # noqa: F401
 from flows.stages.generate import generate_flow, run_shard  # noqa: F401

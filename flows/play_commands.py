@@ -82,7 +82,8 @@ def match(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ):
     """Two agents over seeded scenarios, each played twice with sides swapped."""
-    from engine.tournament import play_pairing, summarize_pairing, write_outputs
+    from engine.tournament import play_pairing, summarize_pairing
+    from flows.tournament_output import write_outputs
 
     g, config, make_seat, host = _setup(
         game,
@@ -123,7 +124,8 @@ def tournament(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ):
     """A round robin or gauntlet; writes Parquet (one row per game), JSON and a PNG."""
-    from engine.tournament import pairings, run_tournament, write_outputs
+    from engine.tournament import pairings, run_tournament
+    from flows.tournament_output import write_outputs
 
     g, config, make_seat, host = _setup(
         game,
@@ -150,7 +152,7 @@ def _report(summary: dict, pairing_summaries: list, as_json: bool, title: str) -
         return
     from rich.console import Console
 
-    from engine.tournament import pairing_table
+    from flows.tournament_output import pairing_table
 
     console = Console()
     console.print(pairing_table(pairing_summaries, title))

@@ -18,8 +18,8 @@ from engine.tournament import (
     score_summary,
     summarize_pairing,
     wilson_interval,
-    write_outputs,
 )
+from flows.tournament_output import write_outputs
 
 
 def make_seat(spec, game, seed):

@@ -53,25 +53,11 @@ def relabel(rows: list[dict], labels: dict[str, str]) -> list[dict]:
     return rows
 
 
-def standings(specs: list[str], summaries: list[dict]) -> list[dict]:
-    from engine.tournament import score_summary
-
-    table = []
-    for spec in specs:
-        w = d = lost = 0
-        for s in summaries:
-            if s["spec_a"] == spec:
-                w, d, lost = w + s["wins"], d + s["draws"], lost + s["losses"]
-            elif s["spec_b"] == spec:
-                w, d, lost = w + s["losses"], d + s["draws"], lost + s["wins"]
-        table.append({"spec": spec, **score_summary(w, d, lost)})
-    return sorted(table, key=lambda row: -row["score"])
-
-
 @flow(name="evaluate")
 def _evaluate(root: Path, params: dict, game: str) -> dict[str, Any]:
     """The tournament: each trained bot vs the baselines and vs each other; Parquet + JSON."""
-    from engine.tournament import summarize_pairing, write_outputs
+    from engine.tournament import standings, summarize_pairing
+    from flows.tournament_output import write_outputs
 
     root = Path(root)
     settings = params[game]["evaluate"]
