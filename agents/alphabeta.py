@@ -57,8 +57,8 @@ class AlphaBetaAgent(Agent):
                 f"alphabeta: unknown option(s) {sorted(options)}; "
                 "known: depth, ms, eval, playouts, tt"
             )
-        if self.depth < 0 or self.ms < 0 or self.playouts < 1 or not 4 <= table_bits <= 28:
-            raise AgentError("alphabeta: depth, ms >= 0, playouts >= 1, tt (log2 size) in 4..28")
+        if self.depth < 0 or self.ms < 0 or self.playouts < 1 or not 4 <= table_bits <= 24:
+            raise AgentError("alphabeta: depth, ms >= 0, playouts >= 1, tt (log2 size) in 4..24")
         if not self.depth and not self.ms:
             self.depth = 4
         if game.simultaneous:

@@ -408,9 +408,9 @@ def load_level(spec: str) -> Level:
     if "/" in spec or "\\" in spec or spec.endswith(".txt"):
         path = Path(spec)
     else:
-        path = BOARDS / f"{spec}.txt"
-        if not path.is_file():
+        if spec not in level_names():  # never a path built from arbitrary text
             raise GameError(f"sokoban: unknown level {spec!r}; shipped: {', '.join(level_names())}")
+        path = BOARDS / f"{spec}.txt"
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
@@ -438,12 +438,13 @@ def parse_level(text: str, source: str = "<level>", name: str = "level") -> Leve
         raise GameError(f"{source}: empty level (no tile lines)")
     if len(grid) > MAX_SIZE:
         raise GameError(f"{source}:{grid[MAX_SIZE][0]}:1: more than {MAX_SIZE} rows")
+    for number, line in grid:  # before any bit mask is built from the width
+        if len(line) > MAX_SIZE:
+            raise GameError(f"{source}:{number}:{MAX_SIZE + 1}: more than {MAX_SIZE} columns")
     height, width = len(grid), max(len(line) for _, line in grid)
     walls, boxes, holes, exits = (np.zeros(height, dtype=np.int64) for _ in range(4))
     players: list[int] = []
     for r, (number, line) in enumerate(grid):
-        if len(line) > MAX_SIZE:
-            raise GameError(f"{source}:{number}:{MAX_SIZE + 1}: more than {MAX_SIZE} columns")
         walls[r] |= ((1 << width) - 1) & ~((1 << len(line)) - 1)
         for c, ch in enumerate(line):
             if ch not in "w pbhe":
@@ -467,8 +468,9 @@ def parse_level(text: str, source: str = "<level>", name: str = "level") -> Leve
     limit = 4 * open_tiles
     if "limit" in meta:
         value, number, column = meta["limit"]
-        if not re.fullmatch(r"[1-9][0-9]*", value):
-            raise GameError(f"{source}:{number}:{column}: limit must be a positive integer")
+        if not re.fullmatch(r"[1-9][0-9]{0,5}", value):
+            message = "limit must be a positive integer (below a million)"
+            raise GameError(f"{source}:{number}:{column}: {message}")
         limit = int(value)
     config = np.zeros(HEADER + NUM_PLANES * height, dtype=np.int64)
     config[[W_, H_, NP_, LIMIT]] = width, height, len(players), limit
