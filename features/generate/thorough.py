@@ -37,7 +37,8 @@ from engine.specialise import (
     returns,
 )
 from features.errors import DataError
-from features.generate.randomized import _append_game, _record, build_tables, wins_at_once
+from features.generate.flat_tables import build_tables
+from features.generate.randomized import _append_game, _record, wins_at_once
 
 TABLE_BITS = 14  # the targets' searches share one small table per shard
 
