@@ -14,8 +14,6 @@ unless told otherwise. MLflow is imported lazily (it takes seconds); no TensorFl
 
 from __future__ import annotations
 
-import hashlib
-import itertools
 import json
 import logging
 import math
@@ -28,18 +26,17 @@ from pathlib import Path
 from typing import Any
 
 from models.base import ARTIFACT_KINDS, ModelError, TrainingResult, family
+from models.training_inputs import (  # noqa: F401 (re-exported: callers import them from here)
+    OBJECTIVES,
+    coerce,
+    file_hash,
+    load_dataset,
+    objective,
+    parse_assignments,
+    sweep_grid,
+)
 
 DEFAULT_URI = "sqlite:///mlflow.db"
-#: objective preferences when a family declares none (`OBJECTIVE = (metric, "min" | "max")`)
-OBJECTIVES = (
-    ("held_out_loss", "min"),
-    ("held_out_accuracy", "max"),
-    ("val_loss", "min"),
-    ("val_accuracy", "max"),
-    ("accuracy", "max"),
-    ("log_likelihood", "max"),
-    ("loss", "min"),
-)
 ONNX_REQUIREMENTS = ["onnx", "onnxruntime"]
 
 
@@ -82,120 +79,6 @@ def experiment_id(mlflow_client: Any, name: str) -> str:
     return mlflow_client.create_experiment(
         name, artifact_location=artifact_root(tracking_uri(), name)
     )
-
-
-# ---- parameters and sweeps ---------------------------------------------------------------------
-def parse_assignments(items: Sequence[str], flag: str) -> dict[str, str]:
-    """`key=value` strings → dict (a repeated key is an error: it would hide a typo)."""
-    out: dict[str, str] = {}
-    for item in items:
-        key, eq, value = item.partition("=")
-        key = key.strip()
-        if not eq or not key:
-            raise ModelError(f"{flag} {item!r}: expected key=value")
-        if key in out:
-            raise ModelError(f"{flag}: {key!r} given twice")
-        out[key] = value.strip()
-    return out
-
-
-def sweep_grid(items: Sequence[str]) -> list[dict[str, str]]:
-    """`key=v1,v2 …` → the cartesian product, one dict per configuration (in the given order)."""
-    axes = parse_assignments(items, "--sweep")
-    values = {}
-    for key, text in axes.items():
-        values[key] = [v.strip() for v in text.split(",") if v.strip()]
-        if not values[key]:
-            raise ModelError(f"--sweep {key}=: no values")
-    keys = list(values)
-    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values.values())]
-
-
-def coerce(family_name: str, defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
-    """DEFAULTS updated by `given`, strings read as the default's type; unknown keys refused."""
-    unknown = sorted(set(given) - set(defaults))
-    if unknown:
-        raise ModelError(
-            f"{family_name}: unknown parameter(s) {unknown}; known: {', '.join(sorted(defaults))}"
-        )
-    params = dict(defaults)
-    for key, value in given.items():
-        default = defaults[key]
-        if not isinstance(value, str) or default is None or isinstance(default, str):
-            params[key] = value
-            continue
-        try:
-            if isinstance(default, bool):
-                params[key] = {"true": True, "1": True, "false": False, "0": False}[value.lower()]
-            elif isinstance(default, list | tuple):
-                params[key] = type(default)(json.loads(value if "[" in value else f"[{value}]"))
-            else:
-                params[key] = type(default)(value)
-        except (KeyError, TypeError, ValueError):
-            raise ModelError(
-                f"{family_name}: {key}={value!r} must be {type(default).__name__}"
-            ) from None
-    return params
-
-
-def objective(module: Any, metrics: dict[str, float], given: str | None = None) -> tuple[str, str]:
-    """(metric, "min" | "max") that ranks a sweep: `given` (`NAME[:min|max]`), else the family's
-    OBJECTIVE, else the first of OBJECTIVES it reports (held-out figures before training ones)."""
-    if given:
-        name, _, direction = given.partition(":")
-        direction = direction or ("min" if "loss" in name or "error" in name else "max")
-        if direction not in ("min", "max"):
-            raise ModelError(f"--metric {given!r}: the direction is min or max")
-        if name not in metrics:
-            raise ModelError(f"--metric {name!r}: the family reports {', '.join(sorted(metrics))}")
-        return name, direction
-    declared = getattr(module, "OBJECTIVE", None)
-    if declared:
-        return declared[0], declared[1]
-    for name, direction in OBJECTIVES:
-        if name in metrics:
-            return name, direction
-    if not metrics:
-        raise ModelError("the family reported no metrics; cannot rank a sweep")
-    name = sorted(metrics)[0]
-    return name, "min" if "loss" in name or "error" in name else "max"
-
-
-# ---- datasets ----------------------------------------------------------------------------------
-def file_hash(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def load_dataset(path: Path, module: Any, family_name: str) -> tuple[dict, dict, dict[str, str]]:
-    """(arrays, meta, dataset description) of an encoded file the family can train on."""
-    from features.encode import load
-
-    if not path.is_file():
-        raise ModelError(f"no encoded dataset at {path} (make one with gridbots encode)")
-    try:
-        arrays, meta = load(path)
-    except Exception as error:  # zip, JSON, Arrow errors: all mean "not a gridbots encoding"
-        raise ModelError(f"cannot read encoded dataset {path}: {error}") from None
-    encoding = str(meta.get("encoding", "?"))
-    accepted = tuple(getattr(module, "ENCODINGS", ()))
-    if encoding not in accepted:
-        raise ModelError(
-            f"{family_name} trains on {', '.join(accepted)} encodings; {path} holds {encoding!r}"
-        )
-    manifest_hash = meta.get("manifest_hash") or meta.get("content_hash")
-    info = {
-        "dataset.path": str(path.resolve()),
-        "dataset.sha256": file_hash(path),
-        "dataset.manifest_hash": str(manifest_hash or "unrecorded"),
-        "dataset.encoding": encoding,
-        "dataset.rows": str(meta.get("rows", "?")),
-        "game": str(meta.get("game", "?")),
-    }
-    return arrays, meta, info
 
 
 # ---- runs --------------------------------------------------------------------------------------
