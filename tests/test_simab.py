@@ -123,8 +123,9 @@ def test_agrees_with_brute_force(spec):
                     assert action in state.legal_actions(me)
 
 
-def test_team_mates_do_not_change_the_choice():
-    """With team-mates played as opponents, swapping which seat is the mate changes nothing."""
+def test_team_mates_are_enumerated_like_opponents_in_a_lap():
+    """A lap's MIN node enumerates the team-mate's moves exactly as an opponent's: the same
+    joint moves are visited whichever seat is the mate (values differ: returns are shared)."""
     g_team = parse_game_spec("lazerbike:players=3,teams=001")
     g_free = parse_game_spec("lazerbike:players=3")
     s = g_team.new_initial_state(seed=3, start="random")
