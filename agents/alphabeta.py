@@ -1,9 +1,10 @@
 """`alphabeta:depth=N` / `alphabeta:ms=T` with `eval=heuristic|playout|onnx:PATH`: the agent
 over the shared core (agents.search).
 
-`depth=N` alone is plain fixed-depth minimax: one search to N plies, whose value and move are
-those of a full minimax tree with the same evaluation (the first best move in the game's
-legal order), so figures "against minimax depth N" mean what they say. `ms=T` deepens one ply
+`depth=N` alone is plain fixed-depth minimax: the value and move of a full minimax tree to N
+plies with the same evaluation (the first best move in the game's legal order), so figures
+"against minimax depth N" mean what they say; shallower searches run first only to order
+moves (the root keeps its legal order, so they cannot change the choice). `ms=T` deepens one ply
 at a time within the budget (to `depth` plies at most when both are given), the previous
 depth's best move searched first, each depth with a node budget estimated from the speed so
 far, since numba code cannot read the clock. Turn-based games of any number of players (team-

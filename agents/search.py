@@ -194,12 +194,20 @@ class AlphaBeta:
 
 
 def deepen(core: AlphaBeta, s: np.ndarray, q: int, depth: int = 0, ms: float = 0.0) -> Outcome:
-    """`depth` alone: one fixed-depth search. `ms`: iterative deepening (to `depth` at most)
+    """`depth` alone: plain minimax's value and move at `depth` (searched 1, 2, … `depth` plies
+    deep, which only primes move ordering). `ms`: iterative deepening (to `depth` at most)
     until the next depth would not fit, each depth with a node budget estimated from the
     previous one's speed and the previous best move searched first; stops early at a proven
     result. The first depth always completes, so there is always a move."""
-    if not ms:
-        return core.search(s, q, depth or core.max_depth)
+    if not ms:  # shallower searches first only fill the table and the killers: the result
+        # is still plain minimax's at `depth` (legal order at the root, first best kept)
+        target = depth or core.max_depth
+        nodes = 0
+        for d in range(1, target + 1):
+            out = core.search(s, q, d)
+            nodes += out.nodes
+        out.nodes = nodes
+        return out
     start = time.perf_counter()
     deadline = start + ms / 1000
     result: Outcome | None = None

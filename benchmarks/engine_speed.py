@@ -19,7 +19,11 @@ from pathlib import Path
 from engine import load_game, parse_game_spec
 from engine.bench import measure_random_playouts
 
-YARDSTICK = Path(__file__).resolve().parents[1].parent / "shared/yardstick/c4_random_playouts.c"
+YARDSTICK = next(  # the workspace's shared/ beside the checkout (or above a worktree)
+    (p / "shared/yardstick/c4_random_playouts.c" for p in Path(__file__).resolve().parents
+     if (p / "shared/yardstick/c4_random_playouts.c").is_file()),
+    Path("shared/yardstick/c4_random_playouts.c"),
+)  # fmt: skip
 GAMES = ["connect4", "othello", "lazerbike", "lazerbike:players=4", "sokoban", "pig"]
 
 

@@ -88,6 +88,28 @@ def _seal(megabytes: int, cpu_seconds: int) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
+def _kill_group(proc: subprocess.Popen, marker: str) -> None:
+    """SIGKILL to a bot's process group (its children too), then to any process still carrying
+    its marker; reaps the bot."""
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)  # its own session: group id = its pid
+    _kill_marked(marker)
+    with contextlib.suppress(OSError):
+        proc.kill()
+    proc.wait()
+
+
+def _discard(proc: subprocess.Popen, folder: Path | None, marker: str) -> None:
+    """A bot process gone for good: killed with its group, pipes closed, folder removed."""
+    _kill_group(proc, marker)
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        with contextlib.suppress(OSError):
+            if stream is not None:
+                stream.close()
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _kill_marked(marker: str) -> None:
     """Kills every process whose environment carries `marker` (children that left the group)."""
     needle = f"{MARKER}={marker}".encode()
@@ -132,25 +154,33 @@ class BotProcess:
         self.stats = SeatStats()
         self.stderr_tail = b""
         self.folder: Path | None = None
+        self.spare: tuple[subprocess.Popen, Path, str] | None = None  # a replacement, loading
         self.games = 0  # games begun by the current process
 
     # ---- process life ----------------------------------------------------------------------
-    def start(self) -> None:
-        self.folder = Path(tempfile.mkdtemp(prefix="gridbots-bot-"))
-        self.marker = uuid.uuid4().hex
-        env = {**self.env, "HOME": str(self.folder), "TMPDIR": str(self.folder),
-               "GRIDBOTS_SANDBOX": str(self.folder), MARKER: self.marker}  # fmt: skip
-        self.proc = subprocess.Popen(
+    def _spawn(self) -> tuple[subprocess.Popen, Path, str]:
+        folder = Path(tempfile.mkdtemp(prefix="gridbots-bot-"))
+        marker = uuid.uuid4().hex
+        env = {**self.env, "HOME": str(folder), "TMPDIR": str(folder),
+               "GRIDBOTS_SANDBOX": str(folder), MARKER: marker}  # fmt: skip
+        proc = subprocess.Popen(
             self.argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
-            cwd=self.folder,
+            cwd=folder,
             preexec_fn=lambda: _seal(self.memory_mb, self.cpu_s),
             start_new_session=True,
             close_fds=True,
         )
+        return proc, folder, marker
+
+    def start(self) -> None:
+        """A fresh process: the replacement started when the last one was killed (it has been
+        loading since), or a new one."""
+        self.proc, self.folder, self.marker = self.spare or self._spawn()
+        self.spare = None
         self.games = 0
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             os.set_blocking(stream.fileno(), False)
@@ -186,9 +216,12 @@ class BotProcess:
             pass
         return 0
 
-    def close(self) -> None:
+    def close(self, keep_spare: bool = False) -> None:
         """Asks the bot to leave, then kills its whole group and removes its folder; never
-        waits long for a misbehaving one."""
+        waits long for a misbehaving one. The loading replacement goes too, unless kept."""
+        if not keep_spare and self.spare is not None:
+            _discard(*self.spare)
+            self.spare = None
         if self.proc is None:
             return
         if self.alive:
@@ -196,33 +229,18 @@ class BotProcess:
                 os.write(self.in_fd, b'{"op": "bye"}\n')
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=0.5)
-        self._kill()
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            with contextlib.suppress(OSError):
-                stream.close()
-        self.proc = None
-        if self.folder is not None:
-            shutil.rmtree(self.folder, ignore_errors=True)
-            self.folder = None
-
-    def _kill(self) -> None:
-        """SIGKILL to the bot's process group (its children too), then to any process still
-        carrying its marker; reaps the bot."""
-        if self.proc is None:
-            return
-        with contextlib.suppress(OSError):
-            os.killpg(self.proc.pid, signal.SIGKILL)  # its own session: group id = its pid
-        _kill_marked(self.marker)
-        with contextlib.suppress(OSError):
-            self.proc.kill()
-        self.proc.wait()
+        _discard(self.proc, self.folder, self.marker)
+        self.proc, self.folder = None, None
 
     def _die(self) -> None:
+        """Killed for the rest of the game; its replacement starts loading at once."""
         if not self.dead:
             self.dead = True
             self.stats.crashes += 1
             self.pending = False
-            self._kill()
+            _kill_group(self.proc, self.marker)
+            if self.spare is None:
+                self.spare = self._spawn()
 
     # ---- writing ---------------------------------------------------------------------------
     def send(self, message: dict[str, Any]) -> None:
@@ -328,7 +346,7 @@ class IsolatedPlayers:
         for bot in self.bots:
             if bot.proc is None or not bot.alive:
                 if bot.proc is not None:
-                    bot.close()
+                    bot.close(keep_spare=True)
                 bot.start()
             self.selector.register(bot.out_fd, selectors.EVENT_READ, (bot, True))
             self.selector.register(bot.err_fd, selectors.EVENT_READ, (bot, False))
