@@ -1,7 +1,7 @@
 """Every registered game passes the protocol checks of engine.conformance, for drawn seeds."""
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import game_names, parse_game_spec
@@ -32,6 +32,7 @@ def test_the_five_games_are_registered():
 @pytest.mark.parametrize("check", ALL_CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))
 @pytest.mark.parametrize(("spec", "scenario"), CONFIGS, ids=[f"{s}{sc or ''}" for s, sc in CONFIGS])
 @given(seed=st.integers(min_value=0, max_value=2**31 - 1))
+@settings(max_examples=30)  # ~100 game x check pairs: the CI profile's 100 would cost minutes
 def test_protocol(check, spec, scenario, seed):
     check(parse_game_spec(spec), seed, **scenario)
 
