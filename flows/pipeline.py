@@ -1,10 +1,11 @@
 """The pipeline's Prefect flows (one module per stage in flows/stages/) and the improvement cycle.
 
-dvc.yaml runs one `gridbots stage NAME …` command per stage and that command runs one flow
-here. Fan-out (generation shards, tournament pairings) runs on the flow's task runner: threads
-by default, a Dask cluster when given its address (`--dask-address` or params `dask.address`).
-Tasks that touch files or the registry retry. Every output is written under a temporary name
-and renamed into place at the end, so a failed stage leaves no half-written output behind.
+dvc.yaml runs one `gridbots stage NAME …` command per stage and that command runs one flow of
+flows/stages/. Fan-out (generation shards, tournament pairings) runs on the flow's task runner:
+threads by default, a Dask cluster when given its address (`--dask-address` or params
+`dask.address`). Tasks that touch files or the registry retry. Generation commits each shard as
+it finishes (a killed stage resumes); every other output is written under a temporary name and
+renamed into place at the end, so a failed stage leaves no half-written output behind.
 
 Paths (relative to the repository root, all DVC outputs):
     data/G/TECH  validation/G/TECH.json  encoded/G/NAME.npz  trained/G/NAME/  exports/G/
