@@ -67,8 +67,11 @@ def chain(tmp_path_factory, harness):
     root = tmp_path_factory.mktemp("pipeline")
     # a real repository with a lock, so lineage tags have true values to be checked against
     (root / "dvc.lock").write_text("schema: '2.0'\nstages: {}\n")
-    for command in (["init", "-q"], ["add", "dvc.lock"],
-                    ["-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qm", "lock"]):
+    for command in (
+        ["init", "-q"],
+        ["add", "dvc.lock"],
+        ["-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qm", "lock"],
+    ):
         subprocess.run(["git", *command], cwd=root, check=True, capture_output=True)  # fmt: skip
     patch = pytest.MonkeyPatch()
     patch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlflow.db'}")
@@ -185,6 +188,14 @@ def test_a_dataset_that_fails_validation_stops_the_chain(chain, tmp_path):
     field = table.schema.field(column)
     lengths = pa.array([999] * table.num_rows, field.type)  # games longer than the board allows
     pq.write_table(table.set_column(column, field, lengths), shard)
+    # as a faulty generator would: the bad rows are in the manifest, so only validation sees them
+    manifest_path = copy / "data/connect4/battle/manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    shard_key = str(int(shard.stem.split("-")[1]))
+    manifest["shards"][shard_key]["sha256"]["games"] = hashlib.sha256(
+        shard.read_bytes()
+    ).hexdigest()
+    manifest_path.write_text(json.dumps(manifest))
     with pytest.raises(pipeline.StageError) as failure:
         pipeline.validate_flow(copy, params, "connect4", "battle")
     assert "FAILED" in str(failure.value) and "validate-connect4@battle" in str(failure.value)
@@ -202,7 +213,9 @@ def test_a_failed_stage_leaves_no_output(chain, tmp_path):
     bad["connect4"]["datasets"]["battle"]["options"]["w"] = 3.0
     with pytest.raises(DataError):
         pipeline.generate_flow(tmp_path, bad, "connect4", "battle")
-    assert list((tmp_path / "data/connect4").iterdir()) == []
+    # refused before anything is written: no dataset folder, or an empty one
+    games_dir = tmp_path / "data/connect4"
+    assert not games_dir.exists() or list(games_dir.iterdir()) == []
 
 
 def test_params_errors_name_the_key_and_the_stage(tmp_path, capsys):

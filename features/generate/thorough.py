@@ -22,7 +22,16 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-from agents.search import HEURISTIC, PLAYOUT, config, memory, table, workspace, zero_evaluate
+from agents.search import (
+    HEURISTIC,
+    PLAYOUT,
+    config,
+    memory,
+    table,
+    workspace,
+    zero_evaluate,
+    zero_network,
+)
 from agents.search import search as alphabeta
 from engine.bits import new_rng
 from engine.loops import apply_child, expand, sample_chance
@@ -323,6 +332,7 @@ def _loop(game: Game):
         game.kernels.search(),
         observation=game.kernels.observation,
         evaluate=heuristic,
+        network_value=zero_network,
     )
 
 
