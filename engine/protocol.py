@@ -107,6 +107,12 @@ class Game:
     layout: ClassVar[Callable | None] = None
     #: `walk_grid(s, player) -> (costs, width, height, start)`: path-finding grid (Lazerbike)
     walk_grid: ClassVar[Callable | None] = None
+    #: numba `position_key(s) -> int64`: hash of the position without its clock (repetition
+    #: tests such as the study-003 stale-game rule); None when the game never needs one
+    position_key: ClassVar[Callable | None] = None
+    #: `tile_moves() -> dict`: the layout of "production per tile, tile -> neighbour x count"
+    #: action spaces (territory) that tile-move policies (agents.neat_codec) decode into
+    tile_moves: ClassVar[Callable | None] = None
     #: the same game in OpenSpiel (same action ids and rules), for the `openspiel:` peer agents
     openspiel_name: ClassVar[str | None] = None
     #: parameters accepted by the constructor, with defaults (OpenSpiel's game parameters)

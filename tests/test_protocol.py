@@ -18,6 +18,11 @@ EXTRA = {
     ],
     "sokoban": [("sokoban:level=corridors", {})],
     "pig": [("pig:target=20", {})],
+    "territory": [
+        ("territory:preset=against-red,rounds=60", {}),
+        ("territory:preset=beat-red-hard,rounds=30", {}),
+        ("territory:preset=expand-alone,size=3,rounds=60", {}),
+    ],
 }
 
 CONFIGS = [(name, {}) for name in game_names()] + [

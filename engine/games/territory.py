@@ -1,0 +1,521 @@
+"""Territory: the hex territory game of study 003 (blue, red and grey nature on hexagonal tiles).
+
+A tile is owned while it holds troops (at most 20). Each round a player makes one move:
+production (+1 troop on an own tile below 20), attack (up to all troops of an own tile against a
+neighbouring tile of the opponent or nature: more attackers conquer and keep the difference,
+fewer lose the difference, equal numbers leave both tiles to nature, an empty tile is taken
+undefended; sending every troop abandons the origin, which is how a stack "hops") or transport
+(between neighbouring own tiles within the 20-troop cap; an emptied origin goes to nature).
+A player with no tile is out. Presets are the study's training cases plus a symmetric duel.
+
+Map: a size x size rhombus of hexes; tile (row, col) touches (row, col±1), (row±1, col),
+(row+1, col-1) and (row-1, col+1). The study states no adjacency; this is the layout its three
+worked examples fit ((2,3)-(3,3), (4,5)-(5,4), (0,2)-(1,2)). Blue starts in the corner (0,0),
+red in (size-1, size-1): the two acute corners, as far apart as the map allows.
+
+Actions: tile t has `IDS` ids: id 0 produces, id 1 + d*20 + (k-1) sends k troops in direction
+d (attack or transport, whichever the target's owner makes it): action = t * IDS + id.
+
+State array (int64): a header, then one signed troop count per tile (+ blue, - red, 0 nature):
+  s[0] player to move  s[1] rounds played  s[2] status (-1 ongoing, 0/1 winner, 2 draw)
+  s[3] round limit  s[4] size  s[5] red mode  s[6] goal  s[7] red's seed  s[8] limit rule
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+from numba import njit
+
+from engine.protocol import TERMINAL, Game, GameError, KernelSet
+from engine.registry import register
+
+MAX_TROOPS = 20
+DIRECTIONS = 6
+IDS = 1 + DIRECTIONS * MAX_TROOPS  # ids per tile
+PRODUCE = 0
+#: row / column steps of the six directions: E, SE, SW, W, NW, NE (as drawn, rows shift right)
+DR = (0, 1, 1, 0, -1, -1)
+DC = (1, 0, -1, -1, 0, 1)
+DIRECTION_NAMES = ("E", "SE", "SW", "W", "NW", "NE")
+
+TO_MOVE, ROUND, STATUS, LIMIT, SIZE, RED_MODE, GOAL, SEED, LIMIT_RULE = range(9)
+HEADER = 9
+ONGOING, DRAW = -1, 2
+# red modes: a seated player, a static army that never moves, the study's scripted policy, absent
+RED_AGENT, RED_STATIC, RED_SCRIPTED, RED_ABSENT = 0, 1, 2, 3
+# goals: eliminate the opponent, or own every tile (the empty-map case)
+ELIMINATE, CONQUER = 0, 1
+# at the round limit: a draw, or the player with more tiles (then more troops) wins
+LIMIT_DRAW, LIMIT_MAJORITY = 0, 1
+# move kinds (scripted policy, statistics)
+ANY, PRODUCTION, ATTACK, TRANSPORT = 0, 1, 2, 3
+
+
+# ---- map --------------------------------------------------------------------------------------
+@njit(cache=True, inline="always")
+def neighbour(tile, d, size):
+    """The tile next to `tile` in direction d, or -1 off the map."""
+    r = tile // size + DR[d]
+    c = tile % size + DC[d]
+    if r < 0 or r >= size or c < 0 or c >= size:
+        return -1
+    return r * size + c
+
+
+@njit(cache=True, inline="always")
+def sign_of(player):
+    return 1 if player == 0 else -1
+
+
+@njit(cache=True, inline="always")
+def move_kind(s, action, player):
+    """PRODUCTION, ATTACK or TRANSPORT for a legal action of `player`."""
+    idx = action % IDS
+    if idx == PRODUCE:
+        return PRODUCTION
+    target = neighbour(action // IDS, (idx - 1) // MAX_TROOPS, s[SIZE])
+    return TRANSPORT if s[HEADER + target] * sign_of(player) > 0 else ATTACK
+
+
+@njit(cache=True)
+def tile_counts(s, out):
+    """out[0..1] = tiles of blue / red, out[2..3] = troops of blue / red."""
+    out[:] = 0
+    n = s[SIZE] * s[SIZE]
+    for i in range(n):
+        v = s[HEADER + i]
+        if v > 0:
+            out[0] += 1
+            out[2] += v
+        elif v < 0:
+            out[1] += 1
+            out[3] -= v
+
+
+# ---- kernels ----------------------------------------------------------------------------------
+@njit(cache=True)
+def init(config):
+    """config = [size, round limit, red mode, goal, red seed, limit rule, tile values...]."""
+    n = config[0] * config[0]
+    s = np.zeros(HEADER + n, dtype=np.int64)
+    s[STATUS] = ONGOING
+    s[SIZE] = config[0]
+    s[LIMIT] = config[1]
+    s[RED_MODE] = config[2]
+    s[GOAL] = config[3]
+    s[SEED] = config[4]
+    s[LIMIT_RULE] = config[5]
+    s[HEADER:] = config[6 : 6 + n]
+    return s
+
+
+@njit(cache=True)
+def current_player(s):
+    if s[STATUS] != ONGOING:
+        return TERMINAL
+    return s[TO_MOVE]
+
+
+@njit(cache=True)
+def legal_actions(s, player, out):
+    """Ascending action ids: per own tile, production, then each direction and troop count."""
+    if s[STATUS] != ONGOING or player != s[TO_MOVE]:
+        return 0
+    sign = sign_of(player)
+    size = s[SIZE]
+    count = 0
+    for tile in range(size * size):
+        troops = s[HEADER + tile] * sign
+        if troops <= 0:
+            continue
+        base = tile * IDS
+        if troops < MAX_TROOPS:
+            out[count] = base
+            count += 1
+        for d in range(DIRECTIONS):
+            target = neighbour(tile, d, size)
+            if target < 0:
+                continue
+            there = s[HEADER + target] * sign
+            most = troops if there <= 0 else min(troops, MAX_TROOPS - there)
+            first = base + 1 + d * MAX_TROOPS
+            for k in range(most):
+                out[count] = first + k
+                count += 1
+    return count
+
+
+@njit(cache=True)
+def chance_probability(s, action):
+    return 0.0
+
+
+@njit(cache=True)
+def play_move(s, action, player):
+    """Applies one (legal) move of `player` to the board only: no turn, round or end handling."""
+    sign = sign_of(player)
+    tile = action // IDS
+    idx = action % IDS
+    if idx == PRODUCE:
+        s[HEADER + tile] += sign
+        return
+    target = neighbour(tile, (idx - 1) // MAX_TROOPS, s[SIZE])
+    sent = (idx - 1) % MAX_TROOPS + 1
+    s[HEADER + tile] -= sign * sent  # an emptied origin is nature (0 troops)
+    there = s[HEADER + target] * sign
+    if there >= 0:  # own tile (transport) or nature (taken undefended)
+        s[HEADER + target] += sign * sent
+        return
+    defenders = -there
+    if sent > defenders:
+        s[HEADER + target] = sign * (sent - defenders)
+    elif sent < defenders:
+        s[HEADER + target] = -sign * (defenders - sent)
+    else:  # equal numbers: both tiles end with zero troops (study §2.2)
+        s[HEADER + target] = 0
+        s[HEADER + tile] = 0
+
+
+@njit(cache=True, inline="always")
+def _mix(x):
+    """splitmix64 finaliser (as uint64)."""
+    x = np.uint64(x)
+    x ^= x >> np.uint64(30)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(31)
+    return x
+
+
+@njit(cache=True)
+def position_key(s):
+    """Hash of the board and the player to move (not the clock): the study's stale-game test
+    counts repetitions of this."""
+    h = _mix(np.uint64(s[TO_MOVE]) + np.uint64(0x9E3779B97F4A7C15))
+    for i in range(HEADER, s.shape[0]):
+        h = _mix(h ^ np.uint64(s[i] + 64))
+    return np.int64(h)
+
+
+@njit(cache=True)
+def _moves_of_kind(s, player, kind, pick):
+    """With pick < 0: how many legal moves of `kind` (ANY, PRODUCTION, ATTACK) player has;
+    else the pick-th such move (ascending ids). No buffer, so the kernel allocates nothing."""
+    sign = sign_of(player)
+    size = s[SIZE]
+    seen = 0
+    for tile in range(size * size):
+        troops = s[HEADER + tile] * sign
+        if troops <= 0:
+            continue
+        base = tile * IDS
+        if troops < MAX_TROOPS and (kind == ANY or kind == PRODUCTION):
+            if seen == pick:
+                return base
+            seen += 1
+        if kind == PRODUCTION:
+            continue
+        for d in range(DIRECTIONS):
+            target = neighbour(tile, d, size)
+            if target < 0:
+                continue
+            there = s[HEADER + target] * sign
+            if there > 0 and kind == ATTACK:
+                continue
+            most = troops if there <= 0 else min(troops, MAX_TROOPS - there)
+            if pick >= seen and pick < seen + most:
+                return base + 1 + d * MAX_TROOPS + (pick - seen)
+            seen += most
+    return seen if pick < 0 else -1
+
+
+@njit(cache=True)
+def scripted_action(s, player, seed):
+    """The study's red policy (§6.4) for `player`: a random attack when the opponent holds more
+    tiles, else a random production when short of troops (< 20, or fewer than the opponent's),
+    else a random move. "Random" is a hash of the position and `seed`, so the policy always
+    answers the same position the same way, as the study requires. -1 when it cannot move."""
+    counts = np.zeros(4, dtype=np.int64)
+    tile_counts(s, counts)
+    own, other = (0, 1) if player == 0 else (1, 0)
+    h = _mix(np.uint64(position_key(s)) ^ _mix(np.uint64(seed) + np.uint64(1)))
+    if counts[other] > counts[own]:
+        n = _moves_of_kind(s, player, ATTACK, -1)
+        if n > 0:
+            return _moves_of_kind(s, player, ATTACK, np.int64(h % np.uint64(n)))
+    mine = counts[2 + own]
+    if mine < MAX_TROOPS or mine < counts[2 + other]:
+        n = _moves_of_kind(s, player, PRODUCTION, -1)
+        if n > 0:
+            return _moves_of_kind(s, player, PRODUCTION, np.int64(h % np.uint64(n)))
+    n = _moves_of_kind(s, player, ANY, -1)
+    if n == 0:
+        return -1
+    return _moves_of_kind(s, player, ANY, np.int64(h % np.uint64(n)))
+
+
+@njit(cache=True)
+def _settle(s):
+    """Ends the game when a goal is met or a player is out; returns True when it ended."""
+    counts = np.zeros(4, dtype=np.int64)
+    tile_counts(s, counts)
+    n = s[SIZE] * s[SIZE]
+    if s[GOAL] == CONQUER:
+        if counts[0] == n:
+            s[STATUS] = 0
+        elif counts[0] == 0:
+            s[STATUS] = 1
+    elif counts[0] == 0 and counts[1] == 0:
+        s[STATUS] = DRAW
+    elif counts[1] == 0:
+        s[STATUS] = 0
+    elif counts[0] == 0:
+        s[STATUS] = 1
+    return s[STATUS] != ONGOING
+
+
+@njit(cache=True)
+def _end_of_limit(s):
+    if s[LIMIT_RULE] == LIMIT_DRAW:
+        s[STATUS] = DRAW
+        return
+    counts = np.zeros(4, dtype=np.int64)
+    tile_counts(s, counts)
+    if counts[0] != counts[1]:
+        s[STATUS] = 0 if counts[0] > counts[1] else 1
+    elif counts[2] != counts[3]:
+        s[STATUS] = 0 if counts[2] > counts[3] else 1
+    else:
+        s[STATUS] = DRAW
+
+
+@njit(cache=True)
+def apply_action(s, action):
+    mover = s[TO_MOVE]
+    play_move(s, action, mover)
+    if _settle(s):
+        return
+    if s[RED_MODE] == RED_AGENT:
+        s[TO_MOVE] = 1 - mover
+        if mover == 0:
+            return
+    elif s[RED_MODE] == RED_SCRIPTED:
+        reply = scripted_action(s, 1, s[SEED])
+        if reply >= 0:
+            play_move(s, reply, 1)
+            if _settle(s):
+                s[ROUND] += 1
+                return
+    s[ROUND] += 1
+    if s[ROUND] >= s[LIMIT]:
+        _end_of_limit(s)
+
+
+@njit(cache=True)
+def apply_joint(s, joint):
+    apply_action(s, joint[0])
+
+
+@njit(cache=True)
+def returns(s, out):
+    out[0] = 0.0
+    out[1] = 0.0
+    if s[STATUS] == 0 or s[STATUS] == 1:
+        out[s[STATUS]] = 1.0
+        out[1 - s[STATUS]] = -1.0
+
+
+@njit(cache=True)
+def observation(s, player, out):
+    """Three size x size planes: the player's troops / 20, the opponent's troops / 20, and the
+    share of the round limit already played (constant plane)."""
+    n = s[SIZE] * s[SIZE]
+    sign = sign_of(player)
+    elapsed = s[ROUND] / max(s[LIMIT], 1)
+    for i in range(n):
+        v = s[HEADER + i] * sign
+        out[i] = v / MAX_TROOPS if v > 0 else 0.0
+        out[n + i] = -v / MAX_TROOPS if v < 0 else 0.0
+        out[2 * n + i] = elapsed
+
+
+@njit(cache=True)
+def evaluate(s, player):
+    """Heuristic in [-1, 1] for search agents: tile and troop balance of `player`."""
+    if s[STATUS] != ONGOING:
+        if s[STATUS] == DRAW:
+            return 0.0
+        return 1.0 if s[STATUS] == player else -1.0
+    counts = np.zeros(4, dtype=np.int64)
+    tile_counts(s, counts)
+    own, other = (0, 1) if player == 0 else (1, 0)
+    raw = 0.25 * (counts[own] - counts[other]) + 0.04 * (counts[2 + own] - counts[2 + other])
+    return np.tanh(raw)
+
+
+KERNELS = KernelSet.collect(globals())
+
+
+# ---- presets (the study's training cases and the symmetric duel) ------------------------------
+#: name: (red mode, goal, default round limit, rule at the limit). Study §6: 5,000 / 500 / 5,000 /
+#: 500 rounds; the duel is gridbots' own, short enough for search agents to play many games.
+PRESETS: dict[str, tuple[int, int, int, int]] = {
+    "expand-alone": (RED_ABSENT, CONQUER, 5000, LIMIT_DRAW),
+    "beat-red-easy": (RED_STATIC, ELIMINATE, 500, LIMIT_DRAW),
+    "beat-red-hard": (RED_STATIC, ELIMINATE, 5000, LIMIT_DRAW),
+    "against-red": (RED_SCRIPTED, ELIMINATE, 500, LIMIT_DRAW),
+    "duel": (RED_AGENT, ELIMINATE, 100, LIMIT_MAJORITY),
+}
+
+
+def hex_distance(a: tuple[int, int], b: tuple[int, int]) -> int:
+    dr, dc = b[0] - a[0], b[1] - a[1]
+    return (abs(dr) + abs(dc) + abs(dr + dc)) // 2
+
+
+def static_red(size: int, centre: tuple[int, int], tiles: int, troops: int) -> np.ndarray:
+    """`tiles` tiles nearest `centre` (ties by index), `troops` spread evenly, the extra ones on
+    the nearest tiles: the study gives red's counts (6 / 40 and 19 / 222), not the layout."""
+    cells = sorted(
+        (hex_distance((r, c), centre), r * size + c) for r in range(size) for c in range(size)
+    )[:tiles]
+    board = np.zeros(size * size, dtype=np.int64)
+    base, extra = divmod(troops, tiles)
+    for rank, (_, index) in enumerate(cells):
+        board[index] = -min(MAX_TROOPS, base + (1 if rank < extra else 0))
+    return board
+
+
+def preset_board(preset: str, size: int) -> np.ndarray:
+    """Starting troops: blue 1 in (0,0); red per preset (study §6, figures 5.1, 6.5, 6.10)."""
+    n = size * size
+    board = np.zeros(n, dtype=np.int64)
+    if preset == "beat-red-easy":  # 6 tiles, 40 troops on 6x6: the radius-2 corner
+        share = n / 36
+        board = static_red(size, (size - 1, size - 1), round(6 * share), round(40 * share))
+    elif preset == "beat-red-hard":  # 19 tiles, 222 troops on 6x6: the radius-2 hexagon
+        share = n / 36
+        board = static_red(size, (size // 2, size // 2), round(19 * share), round(222 * share))
+    elif preset in ("against-red", "duel"):
+        board[n - 1] = -1
+    board[0] = 1
+    return board
+
+
+def tile_name(tile: int, size: int) -> str:
+    return f"({tile // size},{tile % size})"
+
+
+@register
+class Territory(Game):
+    """Blue and red conquer a hex map by production, attack and transport (study 003)."""
+
+    name = "territory"
+    kind = "duel"
+    neutral_action = -1
+    evaluate = staticmethod(evaluate)
+    position_key = staticmethod(position_key)
+    default_params: ClassVar[dict[str, Any]] = {"size": 6, "preset": "duel", "rounds": 0}
+
+    def _kernels(self) -> KernelSet:
+        return KERNELS
+
+    def _configure(self) -> None:
+        size, preset, rounds = self.params["size"], self.params["preset"], self.params["rounds"]
+        if isinstance(size, bool) or not isinstance(size, int) or not 2 <= size <= 16:
+            raise GameError(f"territory: size must be an integer in 2..16, got {size!r}")
+        if preset not in PRESETS:
+            raise GameError(f"territory: unknown preset {preset!r}; known: {', '.join(PRESETS)}")
+        if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 0:
+            raise GameError(f"territory: rounds must be >= 0 (0: the preset's), got {rounds!r}")
+        self.size = size
+        self.num_tiles = size * size
+        self.red_mode, self.goal, default_rounds, self.limit_rule = PRESETS[preset]
+        self.rounds = rounds or default_rounds
+        self.num_players = 2
+        self.teams = (0, 1)
+        self.num_actions = self.num_tiles * IDS
+        self.observation_shape = (3, size, size)
+        self.max_game_length = self.rounds * (2 if self.red_mode == RED_AGENT else 1)
+
+    def initial_config(self, rng: np.random.Generator, **scenario: Any) -> np.ndarray:
+        """The preset's board; the seed drives red's scripted policy (`against-red`)."""
+        if scenario:
+            raise GameError(
+                f"territory: unknown scenario option(s) {sorted(scenario)}; "
+                "pick a preset with the game parameter, e.g. territory:preset=against-red"
+            )
+        red_seed = int(rng.integers(0, 2**62))
+        head = [self.size, self.rounds, self.red_mode, self.goal, red_seed, self.limit_rule]
+        board = preset_board(self.params["preset"], self.size)
+        return np.concatenate([np.array(head, dtype=np.int64), board])
+
+    # ---- notation and pictures -----------------------------------------------------------------
+    def action_to_string(self, player: int, action: int) -> str:
+        tile, idx = divmod(int(action), IDS)
+        if not 0 <= tile < self.num_tiles:
+            return str(action)
+        if idx == PRODUCE:
+            return f"produce {tile_name(tile, self.size)}"
+        d, sent = divmod(idx - 1, MAX_TROOPS)
+        target = int(neighbour(tile, d, self.size))
+        where = tile_name(target, self.size) if target >= 0 else f"off-map {DIRECTION_NAMES[d]}"
+        return f"{tile_name(tile, self.size)}->{where} x{sent + 1}"
+
+    def render(self, s: np.ndarray) -> str:
+        """The rhombus as hexes: each row shifted half a tile right of the one above, so a tile
+        touches its two neighbours in each adjacent row. B/R = blue/red with troops, . nature."""
+        size = int(s[SIZE])
+        counts = np.zeros(4, dtype=np.int64)
+        tile_counts(s, counts)
+        status = int(s[STATUS])
+        if status == ONGOING:
+            where = f"{'blue' if s[TO_MOVE] == 0 else 'red'} to move"
+        else:
+            where = "draw" if status == DRAW else f"{('blue', 'red')[status]} wins"
+        preset = self.params["preset"]
+        lines = [
+            f"territory {size}x{size} {preset}, round {int(s[ROUND])}/{int(s[LIMIT])}, {where}",
+            f"blue {counts[0]} tiles {counts[2]} troops | red {counts[1]} tiles {counts[3]} troops",
+            "     " + " ".join(f"{c:^3}" for c in range(size)),
+        ]
+        for r in range(size):
+            cells = []
+            for c in range(size):
+                v = int(s[HEADER + r * size + c])
+                cells.append(f"B{v:>2}" if v > 0 else f"R{-v:>2}" if v < 0 else " . ")
+            lines.append(f"{r:>3}  " + "  " * r + " ".join(cells))
+        return "\n".join(lines)
+
+    def heuristic_action(self, state, player: int, options: dict[str, str]) -> int:
+        """The study's scripted red policy (§6.4) for either seat: `heuristic[:seed=N]`."""
+        unknown = set(options) - {"seed"}
+        if unknown:
+            raise GameError(f"territory heuristic: unknown option(s) {sorted(unknown)}")
+        try:
+            seed = int(options.get("seed", 0))
+        except ValueError:
+            raise GameError(
+                f"territory heuristic: seed must be an integer, got {options['seed']!r}"
+            ) from None
+        return int(scripted_action(state.array, player, seed))
+
+    def tile_moves(self) -> dict[str, Any]:
+        """The action layout learned tile-move policies decode into (agents.neat_codec):
+        neighbours[tile, d] (-1 off the map), ids per tile, troops cap, and the 180-degree turn
+        that shows red the board as blue sees it (tile t -> n-1-t, direction d -> d+3)."""
+        n = self.num_tiles
+        neighbours = np.array(
+            [[neighbour(t, d, self.size) for d in range(DIRECTIONS)] for t in range(n)],
+            dtype=np.int64,
+        )
+        return {
+            "neighbours": neighbours,
+            "ids_per_tile": IDS,
+            "max_count": MAX_TROOPS,
+            "turn_tiles": np.arange(n - 1, -1, -1, dtype=np.int64),
+            "turn_directions": np.array([(d + 3) % DIRECTIONS for d in range(DIRECTIONS)]),
+        }
