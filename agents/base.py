@@ -40,6 +40,7 @@ _BUILTIN_MODULES = (
     "agents.lazerbike_agents",
     "agents.seq_agent",
     "agents.onnx_agent",
+    "agents.neat_agent",
 )
 
 

@@ -1,8 +1,9 @@
 """`onnx:PATH[:key=value,…]`: any exported model, the agent chosen by its `gridbots.kind`.
 
 "sequence" → `seq:model=PATH` (options: guards); "value" → `alphabeta:eval=onnx:PATH`
-(options: depth, ms). The file's metadata, not its name, says what it is, so a registry
-artifact plays without the user knowing its family.
+(options: depth, ms); "neat" → `neat:genome=PATH` (any preset of its map size). The file's
+metadata, not its name, says what it is, so a registry artifact plays without the user knowing
+its family.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from agents.base import Agent, AgentError, builder
 from engine.protocol import Game
 
-KINDS = ("sequence", "value")
+KINDS = ("sequence", "value", "neat")
 
 
 @builder("onnx")
@@ -23,6 +24,10 @@ def onnx_agent(game: Game, spec: str, seed: int | None = None, **options: str) -
         raise AgentError("onnx: name the model file: onnx:PATH")
     session, meta = open_session(path)
     kind = meta.get("gridbots.kind")
+    if kind == "neat":  # a network reads the map, whatever the preset: the agent checks sizes
+        from agents.neat_agent import NeatAgent
+
+        return NeatAgent(game, spec, seed=seed, genome=path, **options)
     trained = meta.get("gridbots.game")
     if trained and trained != game.spec():
         raise AgentError(f"onnx: {path} was trained for {trained}, not {game.spec()}")

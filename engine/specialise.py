@@ -38,9 +38,10 @@ _DIGESTS: dict[tuple[str, ...], str] = {}
 class Generic:
     """A loop over the kernel names; call `bind(loop, kernels)` to get the compiled copy."""
 
-    def __init__(self, py_func: Callable, inline: bool):
+    def __init__(self, py_func: Callable, inline: bool, nogil: bool = False):
         self.py_func = py_func
         self.inline = inline
+        self.nogil = nogil
         self.__doc__ = py_func.__doc__
         self.__name__ = py_func.__name__
 
@@ -51,11 +52,12 @@ class Generic:
         return bind(self, args[: len(KERNEL_NAMES)])(*args[len(KERNEL_NAMES) :])
 
 
-def generic(fn: Callable | None = None, *, inline: bool = False):
-    """Marks a function as a generic loop (`inline=True` for small helpers inlined into loops)."""
+def generic(fn: Callable | None = None, *, inline: bool = False, nogil: bool = False):
+    """Marks a function as a generic loop (`inline=True` for small helpers inlined into loops;
+    `nogil=True` for loops that threads run side by side)."""
     if fn is None:
-        return lambda f: Generic(f, inline)
-    return Generic(fn, inline)
+        return lambda f: Generic(f, inline, nogil)
+    return Generic(fn, inline, nogil)
 
 
 def _placeholder(name: str) -> Callable:
@@ -127,6 +129,6 @@ def bind(loop: Generic, kernels: Sequence[Callable], **extra: Callable) -> Calla
     copy = types.FunctionType(code, namespace, name, loop.py_func.__defaults__)
     copy.__qualname__ = name
     copy.__module__ = loop.py_func.__module__
-    compiled = njit(cache=True, inline="always" if loop.inline else "never")(copy)
+    compiled = njit(cache=True, inline="always" if loop.inline else "never", nogil=loop.nogil)(copy)
     _BOUND[key] = compiled
     return compiled

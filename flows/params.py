@@ -65,6 +65,15 @@ REQUIRED: dict[str, list[tuple[str, tuple[type, ...]]]] = {
         ("promote.seed", (int,)),
     ],
     "report": [("games", (list,)), ("mlflow.tracking_uri", (str,))],
+    # the territory chain (flows/territory.py): NEAT training cases and the study comparison
+    "neat": [
+        ("workers", (int,)),
+        ("mlflow.tracking_uri", (str,)),
+        ("{game}.models.{name}.case", (str,)),
+        ("{game}.models.{name}.seeds", (list,)),
+        ("{game}.models.{name}.params", (dict,)),
+    ],
+    "study": [("{game}.models", (dict,))],
     "serve": [("serve.cron", (str,)), ("serve.timezone", (str,)), ("serve.name", (str,))],
 }
 

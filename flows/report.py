@@ -10,6 +10,7 @@ version of each family that holds the registry alias `production`.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +162,10 @@ def write_report(root: Path, games: list[str], out: Path) -> Path:
             lines += production_lines(json.loads(promotion_path.read_text()))
         else:
             lines.append("No promotion decisions yet.")
+        study = root / "studies" / game  # a chain's comparison with its study, when it has one
+        if (study / "README.md").is_file():
+            shutil.copytree(study, out / game, dirs_exist_ok=True)
+            lines += ["", f"Beside the study's figures: [{game}/README.md]({game}/README.md)"]
     lines += [
         "",
         "## Where to look next",

@@ -46,10 +46,19 @@ def draw(ax, s: np.ndarray, title: str = "", subtitle: str = "") -> None:
             )
             colour = "white" if owner else "#555555"
             if value:
-                ax.text(x, y + 0.06, str(abs(value)), ha="center", va="center",
-                        fontsize=11, fontweight="bold", color=colour)  # fmt: skip
-            ax.text(x, y - 0.24, f"({row},{col})", ha="center", va="center",
-                    fontsize=6, color=colour)  # fmt: skip
+                ax.text(
+                    x,
+                    y + 0.06,
+                    str(abs(value)),
+                    ha="center",
+                    va="center",
+                    fontsize=11,
+                    fontweight="bold",
+                    color=colour,
+                )
+            ax.text(
+                x, y - 0.24, f"({row},{col})", ha="center", va="center", fontsize=6, color=colour
+            )
     low_x, _ = _centre(0, 0)
     high_x, low_y = _centre(size - 1, size - 1)
     ax.set_xlim(low_x - 0.8, high_x + 0.8)

@@ -39,6 +39,11 @@ def tiny_profile() -> dict:
             "hmm": {"family": "hmm", "encoding": "qualitative", "params": {}, "sweep": {}}
         }
         chain["evaluate"] = {"games": 2, "seed": 0, "opening": 0, "baselines": ["random"]}
+    tiny_neat = {"generations": 2, "rounds": 40, "config": {"NEAT": {"pop_size": 10}}}
+    params["territory"]["models"] = {
+        "against-red": {"family": "neat", "case": "against-red", "seeds": [0], "params": tiny_neat}
+    }
+    params["territory"]["evaluate"] = {"games": 2, "seed": 0, "opening": 2, "baselines": ["random"]}
     return params
 
 
@@ -107,6 +112,7 @@ def test_repro_runs_the_chain_then_does_nothing_then_only_what_changed(repo):
         assert set(promotion["families"]) == {"hmm"}
     report = (root / "reports" / "README.md").read_text()
     assert "## connect4" in report and "## lazerbike" in report and "Production" in report
+    assert "## territory" in report and (root / "reports" / "territory" / "README.md").is_file()
     lock = yaml.safe_load((root / "dvc.lock").read_text())
     assert "train-connect4@hmm" in lock["stages"] and "report" in lock["stages"]
     # outputs were ignored up front: the run leaves nothing in git's view but its lock

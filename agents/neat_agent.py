@@ -1,0 +1,102 @@
+"""`neat:genome=PATH`: a NEAT network playing a tile-move game (territory) through onnxruntime.
+
+PATH is an exported `.onnx` (its metadata says the decoding) or a genome `.json` (exported to an
+ONNX graph in memory: one implementation of the network, agents.neat_network.to_onnx). Each move
+encodes the board as the study does, runs the network once and decodes the outputs with move
+guiding (agents.neat_codec), so an invalid decoded move becomes the nearest legal one.
+Option `decoding=guided|masked` overrides a genome file's default (guided).
+`onnx:PATH` and `registry:territory-neat@production` reach this agent through the file's
+`gridbots.kind` = "neat".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from agents.base import Agent, AgentError, builder
+from agents.neat_codec import DECODINGS, decode, encode, num_outputs
+from engine.protocol import Game, State
+
+
+def _session(path: Path, decoding: str | None):
+    """(onnxruntime session, decoding) for an .onnx or a genome .json."""
+    if path.suffix == ".json":
+        import onnxruntime as ort
+
+        from agents.neat_network import GenomeError, network, read_genome, to_onnx
+        from agents.onnx_runtime import QUIET, providers
+
+        try:
+            model = to_onnx(network(read_genome(path)))
+        except GenomeError as error:
+            raise AgentError(f"neat: {error}") from None
+        options = ort.SessionOptions()
+        options.log_severity_level = QUIET
+        runner = ort.InferenceSession(model, sess_options=options, providers=list(providers()))
+        return runner, decoding or "guided"
+    from agents.onnx_eval import open_session
+
+    runner, meta = open_session(path)
+    kind = meta.get("gridbots.kind")
+    if kind != "neat":
+        raise AgentError(f"neat: {path} holds a {kind!r} model, not a NEAT network")
+    return runner, decoding or meta.get("gridbots.decoding", "guided")
+
+
+@builder("neat")
+class NeatAgent(Agent):
+    """Encodes the board, runs the network, decodes with move guiding."""
+
+    def __init__(self, game: Game, spec: str, seed: int | None = None, **options: str):
+        super().__init__(game, spec, seed)
+        path = options.pop("genome", None) or options.pop("variant", None)
+        decoding = options.pop("decoding", None)
+        if options:
+            raise AgentError(f"neat: unknown option(s) {sorted(options)}; known: genome, decoding")
+        if not path:
+            raise AgentError("neat: name the network: neat:genome=PATH.json|PATH.onnx")
+        if game.tile_moves is None:
+            raise AgentError(f"neat: {game.name} has no tile-move action layout to decode into")
+        if decoding is not None and decoding not in DECODINGS:
+            raise AgentError(f"neat: decoding must be one of {list(DECODINGS)}")
+        path = Path(path)
+        if not path.is_file():
+            raise AgentError(f"neat: no such file {path}")
+        self.session, self.decoding = _session(path, decoding)
+        layout = game.tile_moves()
+        self.neighbours = layout["neighbours"]
+        self.ids, self.max_count = layout["ids_per_tile"], layout["max_count"]
+        self.turn_tiles = layout["turn_tiles"]
+        n = len(self.neighbours)
+        shape = self.session.get_inputs()[0].shape
+        expected = num_outputs(self.decoding, n, self.max_count)
+        outputs = self.session.get_outputs()[0].shape[-1]
+        if shape[-1] != n or outputs != expected:
+            raise AgentError(
+                f"neat: the network reads {shape[-1]} tiles and writes {outputs} values; "
+                f"{game.spec()} with {self.decoding} decoding needs {n} and {expected}"
+            )
+        self.inputs = np.zeros(n, dtype=np.float64)
+        self.guided_moves = 0
+
+    def step(self, state: State, player: int | None = None) -> int:
+        player = state.current_player() if player is None else player
+        legal = np.array(state.legal_actions(player), dtype=np.int64)
+        obs = state.observation_tensor(player).astype(np.float64).ravel()
+        encode(obs, len(self.neighbours), player, self.turn_tiles, self.inputs)
+        (out,) = self.session.run(None, {"tiles": self.inputs[None, :].astype(np.float32)})
+        action, guided = decode(
+            DECODINGS[self.decoding],
+            out[0].astype(np.float64),
+            player,
+            legal,
+            len(legal),
+            self.neighbours,
+            self.ids,
+            self.max_count,
+            self.turn_tiles,
+        )
+        self.guided_moves += int(guided)
+        return int(action)

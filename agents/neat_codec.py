@@ -1,0 +1,163 @@
+"""Study 003's network interface for tile-move games (territory), in numba: the board as network
+inputs, network outputs as a move, and feed-forward networks of any topology over flat arrays.
+
+Inputs (§5): one value per tile, troops / 20, positive for the player's own tiles, negative for
+the opponent's, 0 for nature. The second seat sees the board turned 180 degrees (the game's
+`tile_moves()["turn_tiles"]`), so one network plays either side as if it were blue.
+
+Two decodings of the outputs into an action:
+
+* guided (the study's): 4 sigmoid outputs (production flag, source tile, target tile, troops).
+  Flag <= 0.5 means production; a tile is floor(35 v) of [0, 1] cut into the map's tiles (the
+  study's worked example, 0.99568 -> (5,4), fits floor((n-1) v), not floor(n v)); troops
+  floor(20 v) + 1. Production if the flag is set and legal, else the attack or transport named by
+  (source, target, troops) if legal, else the move is invalid and is *guided* to the legal move
+  nearest in Euclidean distance over (source index, target index, troops) (§5 guide_move; a
+  production counts as (tile, tile, 1), as the study's move dictionary writes it).
+* masked (for comparison): a wider output, n source scores + n target scores + 20 troop scores +
+  1 production score; a move scores source + target + troops (production: source + target of its
+  tile + production) and the best legal move is played (argmax under the legal mask).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+GUIDED, MASKED = 0, 1
+DECODINGS = {"guided": GUIDED, "masked": MASKED}
+SIGMOID, TANH, RELU, IDENTITY = 0, 1, 2, 3
+#: neat-python's activation functions (neat/activations.py), by the names genomes carry
+ACTIVATIONS = {"sigmoid": SIGMOID, "tanh": TANH, "relu": RELU, "identity": IDENTITY}
+
+
+def num_outputs(decoding: str, num_tiles: int, max_count: int) -> int:
+    return 4 if decoding == "guided" else 2 * num_tiles + max_count + 1
+
+
+@njit(cache=True, inline="always")
+def activate(kind, z):
+    """neat-python's activations exactly: sigmoid(5z) and tanh(2.5z), clamped as neat clamps."""
+    if kind == SIGMOID:
+        z = max(-60.0, min(60.0, 5.0 * z))
+        return 1.0 / (1.0 + np.exp(-z))
+    if kind == TANH:
+        return np.tanh(max(-60.0, min(60.0, 2.5 * z)))
+    if kind == RELU:
+        return z if z > 0.0 else 0.0
+    return z
+
+
+@njit(cache=True, nogil=True)
+def forward(
+    net,
+    nodes,
+    node_bias,
+    node_response,
+    node_kind,
+    links,
+    link_weight,
+    net_rows,
+    values,
+    inputs,
+    out,
+):
+    """Evaluates network `net` of a packed batch (agents.neat_network.Packed) on `inputs`.
+
+    Node row k = (value slot, first link, end link), rows in an order where each node follows
+    the nodes it reads; links[j] is the value slot a link reads. net_rows[net] = (slot of each
+    output..., first node row, end node row). values[:len(inputs)] hold the inputs.
+    """
+    n_in = inputs.shape[0]
+    values[:n_in] = inputs
+    first, end = net_rows[net, -2], net_rows[net, -1]
+    for k in range(first, end):
+        total = 0.0
+        for j in range(nodes[k, 1], nodes[k, 2]):
+            total += values[links[j]] * link_weight[j]
+        values[nodes[k, 0]] = activate(node_kind[k], node_bias[k] + node_response[k] * total)
+    for o in range(out.shape[0]):
+        out[o] = values[net_rows[net, o]]
+
+
+@njit(cache=True, inline="always")
+def _frame(tile, player, turn_tiles):
+    """A tile index in the player's own frame (the turn is its own inverse)."""
+    return turn_tiles[tile] if player == 1 else tile
+
+
+@njit(cache=True, nogil=True)
+def encode(obs, num_tiles, player, turn_tiles, inputs):
+    """Network inputs from the game's observation planes (own troops / 20, opponent's / 20)."""
+    for k in range(num_tiles):
+        t = _frame(k, player, turn_tiles)
+        inputs[k] = obs[t] - obs[num_tiles + t]
+
+
+@njit(cache=True, inline="always")
+def _move_parts(action, ids, max_count, neighbours):
+    """(source, target, troops) of an action; a production is (tile, tile, 1)."""
+    tile = action // ids
+    idx = action % ids
+    if idx == 0:
+        return tile, tile, 1
+    d = (idx - 1) // max_count
+    return tile, neighbours[tile, d], (idx - 1) % max_count + 1
+
+
+@njit(cache=True, inline="always")
+def _is_legal(action, legal, count):
+    for i in range(count):
+        if legal[i] == action:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def decode_guided(out, player, legal, count, neighbours, ids, max_count, turn_tiles):
+    """(action, guided) from the 4 outputs: the study's decode_state and guide_move."""
+    n = neighbours.shape[0]
+    produce = out[0] <= 0.5
+    src = min(int(out[1] * (n - 1)), n - 1)
+    tgt = min(int(out[2] * (n - 1)), n - 1)
+    troops = min(int(out[3] * max_count) + 1, max_count)
+    source = _frame(src, player, turn_tiles)
+    target = _frame(tgt, player, turn_tiles)
+    if produce and _is_legal(source * ids, legal, count):
+        return source * ids, False
+    for d in range(neighbours.shape[1]):
+        if neighbours[source, d] == target:
+            action = source * ids + 1 + d * max_count + troops - 1
+            if _is_legal(action, legal, count):
+                return action, False
+    best, best_distance = legal[0], np.inf
+    for i in range(count):
+        a, b, k = _move_parts(legal[i], ids, max_count, neighbours)
+        da = _frame(a, player, turn_tiles) - src
+        db = _frame(b, player, turn_tiles) - tgt
+        distance = da * da + db * db + (k - troops) * (k - troops)
+        if distance < best_distance:
+            best, best_distance = legal[i], distance
+    return best, True
+
+
+@njit(cache=True, nogil=True)
+def decode_masked(out, player, legal, count, neighbours, ids, max_count, turn_tiles):
+    """(action, False): the legal move with the best summed source / target / troop scores."""
+    n = neighbours.shape[0]
+    best, best_score = legal[0], -np.inf
+    for i in range(count):
+        a, b, k = _move_parts(legal[i], ids, max_count, neighbours)
+        fa = _frame(a, player, turn_tiles)
+        score = out[fa] + out[n + _frame(b, player, turn_tiles)]
+        score += out[2 * n + max_count] if legal[i] % ids == 0 else out[2 * n + k - 1]
+        if score > best_score:
+            best, best_score = legal[i], score
+    return best, False
+
+
+@njit(cache=True, nogil=True)
+def decode(mode, out, player, legal, count, neighbours, ids, max_count, turn_tiles):
+    if mode == GUIDED:
+        return decode_guided(out, player, legal, count, neighbours, ids, max_count, turn_tiles)
+    return decode_masked(out, player, legal, count, neighbours, ids, max_count, turn_tiles)

@@ -1,0 +1,243 @@
+"""A NEAT training case on MLflow: one parent run per case, one nested run per seed with the
+per-generation metrics, the champion's genome (JSON), its ONNX export with a parity check against
+neat-python's own network, the fitness curve and renders of the champion's game as artifacts.
+
+The case's champion is the best seed's (highest final best fitness); it is logged as the model
+of that seed's run and registered as a version of `territory-neat` (models.registry), so the
+export, tournament and promotion stages treat it like any other family's model.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.neat_network import network, to_onnx
+from models.base import TrainingResult, artifact_metadata
+from models.neat import CaseResult, Trainer, make_config, network_game_spec, write_json
+from models.territory_render import render_strip
+
+FAMILY = "neat"
+PARITY_INPUTS = 512
+
+
+def parity(champion: dict[str, Any], sections: dict, onnx_bytes: bytes, seed: int = 0) -> float:
+    """Max |ONNX - neat-python FeedForwardNetwork| over random boards (troops/20 in [-1, 1])."""
+    import neat
+    import onnxruntime as ort
+
+    from models.neat import genome_from_json
+
+    config = make_config(sections)
+    reference = neat.nn.FeedForwardNetwork.create(genome_from_json(champion, config), config)
+    inputs = np.random.default_rng(seed).uniform(-1, 1, (PARITY_INPUTS, champion["num_inputs"]))
+    expected = np.array([reference.activate(list(row)) for row in inputs])
+    session = ort.InferenceSession(onnx_bytes, providers=["CPUExecutionProvider"])
+    (got,) = session.run(None, {"tiles": inputs.astype(np.float32)})
+    return float(np.max(np.abs(got - expected)))
+
+
+def export_champion(trainer: Trainer, result: CaseResult, out_dir: Path) -> tuple[Path, float]:
+    """champion.json and champion.onnx (with its metadata) in out_dir; the parity figure."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_json(out_dir / "champion.json", result.champion)
+    if result.rival:
+        write_json(out_dir / "rival.json", result.rival)
+    meta = artifact_metadata(
+        network_game_spec(trainer.game),
+        FAMILY,
+        "tiles",
+        "neat",
+        decoding=trainer.params["decoding"],
+        case=trainer.case,
+        fitness=f"{result.champion['fitness']:.6g}",
+    )
+    model = to_onnx(network(result.champion), meta)
+    path = out_dir / "champion.onnx"
+    temp = path.with_name(".champion.onnx.tmp")
+    temp.write_bytes(model)
+    temp.replace(path)
+    return path, parity(result.champion, trainer.sections, model)
+
+
+def renders(trainer: Trainer, result: CaseResult, path: Path) -> Path:
+    """First, middle and last position of the champion's game (replayed on the State API)."""
+    state = trainer.game.new_initial_state(seed=int(trainer.params["red_seed"]))
+    states = [state.array.copy()]
+    for action in result.trace:
+        state.apply_action(int(action))
+        states.append(state.array.copy())
+    picks = [states[0], states[len(states) // 2], states[-1]]
+    titles = ["first", f"middle (move {len(states) // 2})", f"last (move {len(states) - 1})"]
+    stats = result.champion_stats
+    heading = (
+        f"{trainer.case}: champion (fitness {result.champion['fitness']:.1f}), "
+        f"{stats['productions']:.0f} productions / {stats['attacks']:.0f} attacks / "
+        f"{stats['transports']:.0f} transports, {stats['guided']:.0f} guided"
+    )
+    return render_strip(picks, titles, path, heading)
+
+
+def curve_png(history: list[dict[str, float]], path: Path, title: str) -> Path:
+    """Best (dark) and mean (light) fitness per generation, as the study's figures 6.2 ff."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(6, 3.4))
+    generations = [row["generation"] for row in history]
+    for prefix, colour in (("", "#1f4e9c"), ("red_", "#a1261f")):
+        if f"{prefix}best_fitness" not in history[0]:
+            continue
+        who = "red" if prefix else "blue"
+        axes.plot(
+            generations,
+            [r[f"{prefix}best_fitness"] for r in history],
+            color=colour,
+            label=f"{who} best",
+        )
+        axes.plot(
+            generations,
+            [r[f"{prefix}mean_fitness"] for r in history],
+            color=colour,
+            alpha=0.4,
+            label=f"{who} mean",
+        )
+    axes.set_xlabel("generation")
+    axes.set_ylabel("fitness")
+    axes.set_title(title, fontsize=9)
+    axes.legend(fontsize=7)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=90)
+    plt.close(figure)
+    return path
+
+
+def train_case(
+    case: str,
+    params: dict[str, Any],
+    seeds: list[int],
+    work: Path,
+    out_dir: Path,
+    experiment: str = "territory",
+    register: bool = True,
+    progress: Callable[[int, dict[str, float]], None] | None = None,
+    tags: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Trains every seed (resuming from work/seed-N checkpoints), logs, exports, registers."""
+    import mlflow
+
+    from models.registry import register_run
+    from models.tracking import TrainedRun, client, experiment_id, log_artifact
+
+    mlflow_client = client()
+    exp = experiment_id(mlflow_client, experiment)
+    seeds_out: list[dict[str, Any]] = []
+    with mlflow.start_run(experiment_id=exp, run_name=f"territory-neat-{case}") as parent:
+        mlflow.set_tags({"gridbots.family": FAMILY, "gridbots.case": case, **(tags or {})})
+        mlflow.log_params({"case": case, "seeds": json.dumps(seeds)})
+        for seed in seeds:
+            with mlflow.start_run(experiment_id=exp, run_name=f"{case}-seed{seed}", nested=True):
+                trainer = Trainer(case, {**params, "seed": seed}, work / f"seed-{seed}")
+                mlflow.log_params({k: json.dumps(v) for k, v in trainer.params.items()})
+                mlflow.set_tags({"gridbots.family": FAMILY, "gridbots.case": case, **(tags or {})})
+                for row in trainer.history:  # a resumed run: the generations already done
+                    _log_row(row)
+
+                def report(row: dict[str, float], seed: int = seed) -> None:
+                    _log_row(row)
+                    if progress:
+                        progress(seed, row)
+
+                result = trainer.run(report)
+                seed_dir = out_dir / f"seed-{seed}"
+                onnx_path, gap = export_champion(trainer, result, seed_dir)
+                write_json(seed_dir / "history.json", result.history)
+                write_json(
+                    seed_dir / "champion_game.json",
+                    {"stats": result.champion_stats, "trace": result.trace},
+                )
+                pictures = [
+                    curve_png(result.history, seed_dir / "fitness.png", f"{case}, seed {seed}"),
+                    renders(trainer, result, seed_dir / "game.png"),
+                ]
+                for picture in pictures:
+                    mlflow.log_artifact(str(picture), artifact_path="plots")
+                mlflow.log_artifact(str(seed_dir / "champion.json"), artifact_path="genome")
+                mlflow.log_metrics(
+                    {"export.parity_max_abs_diff": gap, "train_seconds": result.seconds}
+                )
+                seeds_out.append(
+                    {
+                        "seed": seed,
+                        "run_id": mlflow.active_run().info.run_id,
+                        "result": result,
+                        "trainer": trainer,
+                        "onnx": onnx_path,
+                        "parity": gap,
+                    }
+                )
+        best = max(seeds_out, key=lambda s: s["result"].history[-1]["best_fitness"])
+        finals = [s["result"].history[-1]["best_fitness"] for s in seeds_out]
+        mlflow.log_metrics(
+            {
+                "median_best_fitness": statistics.median(finals),
+                "best_seed": float(best["seed"]),
+            }
+        )
+        parent_id = parent.info.run_id
+    version = None
+    chosen: TrainedRun | None = None
+    with mlflow.start_run(run_id=best["run_id"]):  # the champion becomes that run's model
+        trained = TrainingResult(
+            FAMILY,
+            network_game_spec(best["trainer"].game),
+            "tiles",
+            best["trainer"].params,
+            best["onnx"],
+            "onnx",
+        )
+        model_uri, artifact_tags = log_artifact(trained)
+        parity_text = f"{best['parity']:.3g}"
+        mlflow.set_tags(
+            {
+                **artifact_tags,
+                "gridbots.model_uri": model_uri,
+                "export.parity_max_abs_diff": parity_text,
+            }
+        )
+        trained.metrics = {"best_fitness": best["result"].history[-1]["best_fitness"]}
+        dataset = {
+            "game": trained.game,
+            "dataset.path": f"neuroevolution:{case}",
+            "dataset.sha256": "-",
+            "dataset.manifest_hash": "-",
+        }
+        chosen = TrainedRun(
+            best["run_id"], best["trainer"].params, trained, model_uri, dataset, parity_text
+        )
+    if register:
+        version = register_run(chosen, mlflow_client)
+    return {
+        "case": case,
+        "parent_run_id": parent_id,
+        "best": best,
+        "seeds": seeds_out,
+        "version": version,
+    }
+
+
+def _log_row(row: dict[str, float]) -> None:
+    import mlflow
+
+    step = int(row["generation"])
+    clean = {k: float(v) for k, v in row.items() if k != "generation" and math.isfinite(v)}
+    mlflow.log_metrics(clean, step=step)
