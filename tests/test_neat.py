@@ -233,3 +233,25 @@ def test_neat_agent_refuses_bad_files_with_one_line(tmp_path):
     for spec in (f"neat:genome={broken}", f"neat:genome={tmp_path / 'missing.onnx'}", "neat"):
         with pytest.raises(AgentError):
             make(spec, game)
+
+
+def test_fast_crossover_breeds_exactly_what_neat_python_breeds():
+    import neat
+
+    from models.neat import genome_class
+
+    genomes, config = evolved_genomes(20, mutations=30, seed=5)
+    for index, genome in enumerate(genomes):
+        genome.fitness = float(index % 7)
+    for i in range(8):
+        state = random.getstate()
+        fast = genome_class()(1000 + i)
+        fast.configure_crossover(genomes[i], genomes[i + 10], config.genome_config)
+        after = random.getstate()
+        random.setstate(state)
+        slow = neat.DefaultGenome(1000 + i)
+        neat.DefaultGenome.configure_crossover(
+            slow, genomes[i], genomes[i + 10], config.genome_config
+        )
+        assert random.getstate() == after
+        assert genome_to_json(fast, config) == genome_to_json(slow, config)
