@@ -4,7 +4,8 @@ PATH is an exported `.onnx` (its metadata says the decoding) or a genome `.json`
 ONNX graph in memory: one implementation of the network, agents.neat_network.to_onnx). Each move
 encodes the board as the study does, runs the network once and decodes the outputs with move
 guiding (agents.neat_codec), so an invalid decoded move becomes the nearest legal one.
-Option `decoding=guided|masked` overrides a genome file's default (guided).
+Option `decoding=guided|masked` overrides what the file says (an ONNX file's metadata; a genome
+by its output count: 4 outputs are guided, 2 x tiles + 21 masked).
 `onnx:PATH` and `registry:territory-neat@production` reach this agent through the file's
 `gridbots.kind` = "neat".
 """
@@ -16,7 +17,15 @@ from pathlib import Path
 import numpy as np
 
 from agents.base import Agent, AgentError, builder
-from agents.neat_codec import DECODINGS, decode, encode, num_outputs
+from agents.neat_codec import (
+    DECODINGS,
+    MOVE_FEATURES,
+    decode,
+    encode,
+    move_features,
+    num_inputs,
+    num_outputs,
+)
 from engine.protocol import Game, State
 
 
@@ -35,14 +44,14 @@ def _session(path: Path, decoding: str | None):
         options = ort.SessionOptions()
         options.log_severity_level = QUIET
         runner = ort.InferenceSession(model, sess_options=options, providers=list(providers()))
-        return runner, decoding or "guided"
+        return runner, decoding
     from agents.onnx_eval import open_session
 
     runner, meta = open_session(path)
     kind = meta.get("gridbots.kind")
     if kind != "neat":
         raise AgentError(f"neat: {path} holds a {kind!r} model, not a NEAT network")
-    return runner, decoding or meta.get("gridbots.decoding", "guided")
+    return runner, decoding or meta.get("gridbots.decoding")
 
 
 @builder("neat")
@@ -71,12 +80,16 @@ class NeatAgent(Agent):
         self.turn_tiles = layout["turn_tiles"]
         n = len(self.neighbours)
         shape = self.session.get_inputs()[0].shape
-        expected = num_outputs(self.decoding, n, self.max_count)
+        self.input_name = self.session.get_inputs()[0].name
         outputs = self.session.get_outputs()[0].shape[-1]
-        if shape[-1] != n or outputs != expected:
+        if self.decoding is None:  # a bare genome: its output count says how it decodes
+            known = {num_outputs(d, n, self.max_count): d for d in DECODINGS}
+            self.decoding = known.get(outputs, "guided")
+        wanted = (num_inputs(self.decoding, n), num_outputs(self.decoding, n, self.max_count))
+        if (shape[-1], outputs) != wanted:
             raise AgentError(
-                f"neat: the network reads {shape[-1]} tiles and writes {outputs} values; "
-                f"{game.spec()} with {self.decoding} decoding needs {n} and {expected}"
+                f"neat: the network reads {shape[-1]} values and writes {outputs}; "
+                f"{game.spec()} with {self.decoding} decoding needs {wanted[0]} and {wanted[1]}"
             )
         self.inputs = np.zeros(n, dtype=np.float64)
         self.guided_moves = 0
@@ -85,8 +98,22 @@ class NeatAgent(Agent):
         player = state.current_player() if player is None else player
         legal = np.array(state.legal_actions(player), dtype=np.int64)
         obs = state.observation_tensor(player).astype(np.float64).ravel()
+        if self.decoding == "scored":  # every legal move in one batch
+            feats = np.zeros((len(legal), MOVE_FEATURES), dtype=np.float64)
+            move_features(
+                obs,
+                len(self.neighbours),
+                legal,
+                len(legal),
+                self.neighbours,
+                self.ids,
+                self.max_count,
+                feats,
+            )
+            (scores,) = self.session.run(None, {self.input_name: feats.astype(np.float32)})
+            return int(legal[int(np.argmax(scores[:, 0]))])
         encode(obs, len(self.neighbours), player, self.turn_tiles, self.inputs)
-        (out,) = self.session.run(None, {"tiles": self.inputs[None, :].astype(np.float32)})
+        (out,) = self.session.run(None, {self.input_name: self.inputs[None, :].astype(np.float32)})
         action, guided = decode(
             DECODINGS[self.decoding],
             out[0].astype(np.float64),

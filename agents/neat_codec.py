@@ -17,6 +17,10 @@ Two decodings of the outputs into an action:
 * masked (for comparison): a wider output, n source scores + n target scores + 20 troop scores +
   1 production score; a move scores source + target + troops (production: source + target of its
   tile + production) and the best legal move is played (argmax under the legal mask).
+* scored (gridbots' own, not the study's): the network reads `MOVE_FEATURES` numbers describing
+  one legal move (what it sends where, what it meets, the balance of the board) and writes one
+  score; every legal move is scored (one batch) and the best is played. Weights are shared
+  across tiles, so evolution searches a dozen inputs instead of thousands of links.
 """
 
 from __future__ import annotations
@@ -24,15 +28,20 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-GUIDED, MASKED = 0, 1
-DECODINGS = {"guided": GUIDED, "masked": MASKED}
+GUIDED, MASKED, SCORED = 0, 1, 2
+DECODINGS = {"guided": GUIDED, "masked": MASKED, "scored": SCORED}
+MOVE_FEATURES = 12
 SIGMOID, TANH, RELU, IDENTITY = 0, 1, 2, 3
 #: neat-python's activation functions (neat/activations.py), by the names genomes carry
 ACTIVATIONS = {"sigmoid": SIGMOID, "tanh": TANH, "relu": RELU, "identity": IDENTITY}
 
 
+def num_inputs(decoding: str, num_tiles: int) -> int:
+    return MOVE_FEATURES if decoding == "scored" else num_tiles
+
+
 def num_outputs(decoding: str, num_tiles: int, max_count: int) -> int:
-    return 4 if decoding == "guided" else 2 * num_tiles + max_count + 1
+    return {"guided": 4, "masked": 2 * num_tiles + max_count + 1, "scored": 1}[decoding]
 
 
 @njit(cache=True, inline="always")
@@ -161,3 +170,37 @@ def decode(mode, out, player, legal, count, neighbours, ids, max_count, turn_til
     if mode == GUIDED:
         return decode_guided(out, player, legal, count, neighbours, ids, max_count, turn_tiles)
     return decode_masked(out, player, legal, count, neighbours, ids, max_count, turn_tiles)
+
+
+@njit(cache=True, nogil=True)
+def move_features(obs, n, legal, count, neighbours, ids, max_count, feats):
+    """feats[i] describes legal[i] for the player whose observation planes `obs` are:
+    production?, source troops, troops sent, troops left behind, own troops at the target, enemy
+    troops at the target, target is nature?, the attack wins?, own tiles, enemy tiles, share of
+    the round limit played, enemy tiles around the target (troops as / 20, tiles as / n)."""
+    own_tiles, enemy_tiles = 0.0, 0.0
+    for t in range(n):
+        own_tiles += 1.0 if obs[t] > 0 else 0.0
+        enemy_tiles += 1.0 if obs[n + t] > 0 else 0.0
+    for i in range(count):
+        tile, target, sent = _move_parts(legal[i], ids, max_count, neighbours)
+        produce = legal[i] % ids == 0
+        source = obs[tile] * max_count
+        feats[i, 0] = 1.0 if produce else 0.0
+        feats[i, 1] = source / max_count
+        feats[i, 2] = 0.0 if produce else sent / max_count
+        feats[i, 3] = (source + 1.0 if produce else source - sent) / max_count
+        feats[i, 4] = 0.0 if produce else obs[target]
+        enemy = 0.0 if produce else obs[n + target] * max_count
+        feats[i, 5] = enemy / max_count
+        feats[i, 6] = 1.0 if not produce and obs[target] == 0 and enemy == 0 else 0.0
+        feats[i, 7] = 1.0 if enemy > 0 and sent > enemy else 0.0
+        feats[i, 8] = own_tiles / n
+        feats[i, 9] = enemy_tiles / n
+        feats[i, 10] = obs[2 * n] if obs.shape[0] > 2 * n else 0.0
+        around = 0.0
+        for d in range(neighbours.shape[1]):
+            j = neighbours[target, d]
+            if j >= 0 and obs[n + j] > 0:
+                around += 1.0
+        feats[i, 11] = around / neighbours.shape[1]

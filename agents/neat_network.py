@@ -199,7 +199,7 @@ def _depths(net: Network) -> dict[int, int]:
 
 
 def to_onnx(net: Network, metadata: dict[str, str] | None = None) -> bytes:
-    """An ONNX graph computing the network for a batch: `tiles` [batch, I] -> `outputs` [batch, O].
+    """An ONNX graph computing the network for a batch: `inputs` [batch, I] -> `outputs` [batch, O].
 
     Nodes of equal depth (and activation) form one dense layer: MatMul over every value computed
     so far, times response, plus bias, scaled as neat-python scales, the activation, Concat.
@@ -212,7 +212,7 @@ def to_onnx(net: Network, metadata: dict[str, str] | None = None) -> bytes:
         groups.setdefault((depth[node], net.activation[node]), []).append(node)
     slot = {-(i + 1): i for i in range(net.num_inputs)}
     ops, weights = [], []
-    values = "tiles"
+    values = "inputs"
     for index, ((_, act), members) in enumerate(sorted(groups.items())):
         matrix = np.zeros((len(slot), len(members)), dtype=np.float32)
         for j, node in enumerate(members):
@@ -241,7 +241,7 @@ def to_onnx(net: Network, metadata: dict[str, str] | None = None) -> bytes:
     graph = helper.make_graph(
         ops,
         "neat",
-        [helper.make_tensor_value_info("tiles", TensorProto.FLOAT, ["batch", net.num_inputs])],
+        [helper.make_tensor_value_info("inputs", TensorProto.FLOAT, ["batch", net.num_inputs])],
         [helper.make_tensor_value_info("outputs", TensorProto.FLOAT, ["batch", net.num_outputs])],
         weights,
     )

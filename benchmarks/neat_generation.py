@@ -63,7 +63,7 @@ def main() -> None:
     parser.add_argument("--evolve", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    from models.neat import Trainer
+    from models.neat_train import Trainer
 
     before = yardstick()
     rows = []

@@ -1,14 +1,13 @@
 """NEAT neuroevolution on territory (study 003): the family `neat`, registered as `territory-neat`.
 
-Read top to bottom: the study's parameter table (§4) as defaults, turned into a neat-python
-config file at run time; genomes and whole populations as JSON (never neat-python's pickled
-checkpoints); one training case = evolve, evaluate every generation on the numba engine
-(models.neat_eval), checkpoint, repeat. Cases 1-4 evolve blue against a preset; case 5 coevolves
-a blue and a red population on the symmetric duel (one game per genome, as the study pairs them).
+This module holds what a run is made of: the study's parameter table (§4) as defaults, turned
+into a neat-python config file at run time (no hand-edited file), the training parameters, and
+genomes and whole populations as JSON (never neat-python's pickled checkpoints). Training is
+models.neat_train, fitness evaluation models.neat_eval, MLflow and export models.neat_track.
 
-Seeding: neat-python draws from Python's `random`, seeded once per run; evaluation draws nothing
-(the scripted red's randomness is a hash of the position), so a run is reproducible, and a
-checkpoint stores `random`'s state so that a resumed run continues exactly as if never stopped.
+Seeding: neat-python draws from Python's `random`, seeded once per run; evaluation draws only
+from its own seeded generators, so a run is reproducible, and a checkpoint stores `random`'s
+state so that a resumed run continues exactly as if never stopped.
 """
 
 from __future__ import annotations
@@ -18,20 +17,13 @@ import json
 import os
 import random
 import tempfile
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from itertools import count
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from agents.neat_codec import num_outputs
-from agents.neat_network import GENOME_FORMAT, Network, network, pack
+from agents.neat_network import GENOME_FORMAT
 from engine import load_game
 from engine.protocol import Game, GameError
-from models.neat_eval import Batch, Evaluator, fitness
 
 POPULATION_FORMAT = "gridbots-neat-population/1"
 
@@ -111,12 +103,18 @@ DEFAULTS: dict[str, Any] = {
     "seed": 0,
     "size": 6,
     "rounds": 0,  # 0: the preset's limit (study: 5,000 / 500 / 5,000 / 500; duel: 100)
-    "decoding": "guided",  # or "masked" (argmax over legal moves of a wider output)
+    "decoding": "guided",  # "masked": argmax over legal moves of a wider output; "scored": a
+    # network scoring each legal move from its features (agents.neat_codec)
     "stale_limit": 3,  # the study stops a game once a position repeats more than 3 times
     "red_seed": 0,  # seed of the scripted red (against-red): the same red for every genome
     "payoff": [10.0, 1.0, -10.0, -1.5],  # coevolution per move: own tiles, own troops, enemy
     "win_bonus": 0.0,  # ... tiles, enemy troops gained; plus win_bonus x the game's result
+    "margin_bonus": 0.0,  # ... plus margin_bonus x (own - enemy tiles) / tiles at the end
     "opponents": 1,  # coevolution: games per genome per generation (study: 1)
+    "sparring": 0,  # coevolution: games per genome against the scripted red and against a
+    # random player each (study: 0)
+    "playoff": 0,  # coevolution: choose the champion among each generation's best two of each
+    # population by this many games against each fixed opponent (0: neat's best genome, study)
     "workers": 2,
     "config": {},  # overrides of STUDY_CONFIG, e.g. {"NEAT": {"pop_size": 50}}
 }
@@ -354,8 +352,10 @@ def checked(params: dict[str, Any] | None) -> dict[str, Any]:
     if unknown:
         raise NeatError(f"neat: unknown parameter(s) {unknown}; known: {', '.join(DEFAULTS)}")
     merged = {**DEFAULTS, **params}
-    if merged["decoding"] not in ("guided", "masked"):
-        raise NeatError(f"neat: decoding must be guided or masked, got {merged['decoding']!r}")
+    if merged["decoding"] not in ("guided", "masked", "scored"):
+        raise NeatError(
+            f"neat: decoding must be guided, masked or scored, got {merged['decoding']!r}"
+        )
     if int(merged["generations"]) < 1 or int(merged["opponents"]) < 1:
         raise NeatError("neat: generations and opponents must be >= 1")
     return merged
@@ -375,227 +375,7 @@ def network_game_spec(game: Game) -> str:
     return "territory" if size == game.default_params["size"] else f"territory:size={size}"
 
 
-@dataclass
-class CaseResult:
-    case: str
-    params: dict[str, Any]
-    history: list[dict[str, float]]  # one row per generation
-    champion: dict[str, Any]  # genome JSON (blue's, for coevolution)
-    champion_stats: dict[str, float]  # its game, seat 0
-    trace: list[int]  # the champion's actions in that game (renders replay them)
-    rival: dict[str, Any] | None = None  # coevolution: red's champion
-    seconds: float = 0.0
-    files: dict[str, Path] = field(default_factory=dict)
-
-
-class Trainer:
-    """One training case: populations, evaluation, checkpoints. `step()` runs one generation."""
-
-    def __init__(self, case: str, params: dict[str, Any], out_dir: Path):
-        self.case = case
-        self.params = checked(params)
-        self.game = case_game(case, self.params)
-        self.coevolve = case == "coevolution"
-        self.evaluator = Evaluator(
-            self.game,
-            self.params["decoding"],
-            self.params["workers"],
-            self.params["stale_limit"],
-            tuple(self.params["payoff"]),
-        )
-        self.start = self.game.new_initial_state(seed=int(self.params["red_seed"])).array
-        n_out = num_outputs(self.params["decoding"], self.game.num_tiles, 20)
-        self.sections = config_sections(self.params["config"], self.game.num_tiles, n_out)
-        if self.coevolve:  # its fitness is no percentage: the study's 100 cannot have applied
-            self.sections["NEAT"]["fitness_threshold"] = 1e12
-        self.out_dir = Path(out_dir)
-        self.checkpoint = self.out_dir / "population.json"
-        self.history: list[dict[str, float]] = []
-        seats = ("blue", "red") if self.coevolve else ("blue",)
-        self.configs = {seat: make_config(self.sections) for seat in seats}
-        if self.checkpoint.is_file():
-            self._resume()
-        else:
-            import neat
-
-            random.seed(int(self.params["seed"]))
-            self.pops = {seat: neat.Population(c) for seat, c in self.configs.items()}
-
-    # ---- checkpoints -------------------------------------------------------------------------
-    def _resume(self) -> None:
-        try:
-            data = json.loads(self.checkpoint.read_text())
-            if data.get("case") != self.case or _lineage(data.get("params")) != _lineage(
-                self.params
-            ):
-                raise NeatError(
-                    f"{self.checkpoint} belongs to another run (case or parameters differ); "
-                    "remove it to start afresh"
-                )
-            self.pops = {
-                seat: population_from_json(data["populations"][seat], self.configs[seat])
-                for seat in self.configs
-            }
-        except (OSError, json.JSONDecodeError, KeyError) as error:
-            raise NeatError(f"cannot resume from {self.checkpoint}: {error}") from None
-        self.history = data["history"]
-        state = data["random_state"]  # after every population restored its own view
-        random.setstate((state[0], tuple(state[1]), state[2]))
-
-    def save(self) -> None:
-        populations = {seat: population_to_json(pop) for seat, pop in self.pops.items()}
-        state = random.getstate()
-        write_json(
-            self.checkpoint,
-            {
-                "case": self.case,
-                "params": _jsonable(self.params),
-                "history": self.history,
-                "populations": populations,
-                "random_state": [state[0], list(state[1]), state[2]],
-            },
-            compact=True,
-        )
-
-    @property
-    def generation(self) -> int:
-        return next(iter(self.pops.values())).generation
-
-    # ---- one generation ------------------------------------------------------------------------
-    def _networks(self, seat: str) -> tuple[list[Any], list[Network]]:
-        genomes = [g for _, g in sorted(self.pops[seat].population.items())]
-        config = self.configs[seat]
-        return genomes, [network(genome_to_json(g, config)) for g in genomes]
-
-    def evaluate(self) -> dict[str, tuple[list[Any], np.ndarray, np.ndarray]]:
-        """Fitness of every genome (assigned to it) and the game statistics behind it."""
-        if not self.coevolve:
-            genomes, nets = self._networks("blue")
-            count_ = len(nets)
-            batch = Batch(
-                np.tile(self.start, (count_, 1)),
-                np.stack([np.arange(count_), np.full(count_, -1)], axis=1),
-            )
-            stats = self.evaluator.play(pack(nets), batch)
-            scores = fitness(
-                self.case if self.case != "coevolution" else "duel", stats, self.start, self.game
-            )
-            for genome, score in zip(genomes, scores, strict=True):
-                genome.fitness = float(score)
-            return {"blue": (genomes, scores, stats[:, 0])}
-        blue, blue_nets = self._networks("blue")
-        red, red_nets = self._networks("red")
-        rng = np.random.default_rng([int(self.params["seed"]), self.generation])
-        pairs = []
-        for _ in range(int(self.params["opponents"])):
-            reds = rng.permutation(len(red))
-            blues = rng.permutation(len(blue))
-            width = max(len(blue), len(red))  # the larger side's extras meet random opponents
-            pairs += [
-                (
-                    blues[i % len(blue)] if i >= len(blue) else i,
-                    reds[i] if i < len(red) else rng.integers(len(red)),
-                )
-                for i in range(width)
-            ]
-        pairs_arr = np.array(pairs, dtype=np.int64)
-        seats = np.stack([pairs_arr[:, 0], len(blue) + pairs_arr[:, 1]], axis=1)
-        batch = Batch(np.tile(self.start, (len(pairs_arr), 1)), seats)
-        stats = self.evaluator.play(pack(blue_nets + red_nets), batch)
-        bonus = float(self.params["win_bonus"])
-        out = {}
-        for seat, genomes, column in (("blue", blue, 0), ("red", red, 1)):
-            per_game = fitness("duel", stats, self.start, self.game, column, bonus)
-            totals = np.bincount(pairs_arr[:, column], per_game, len(genomes))
-            games = np.maximum(np.bincount(pairs_arr[:, column], None, len(genomes)), 1)
-            scores = totals / games
-            for genome, score in zip(genomes, scores, strict=True):
-                genome.fitness = float(score)
-            first = np.zeros(len(genomes), dtype=np.int64)  # one game per genome for its stats
-            first[pairs_arr[::-1, column]] = np.arange(len(pairs_arr))[::-1]
-            out[seat] = (genomes, scores, stats[first, column])
-        return out
-
-    def step(self) -> dict[str, float]:
-        """Evaluates the current generation, records it, then breeds the next one."""
-        started = time.perf_counter()
-        evaluated = self.evaluate()
-        seconds = time.perf_counter() - started
-        row: dict[str, float] = {"generation": float(self.generation), "eval_seconds": seconds}
-        for seat, (genomes, scores, stats) in evaluated.items():
-            best = int(np.argmax(scores))
-            net = network(genome_to_json(genomes[best], self.configs[seat]))
-            prefix = "" if seat == "blue" else "red_"
-            row.update(
-                {
-                    f"{prefix}best_fitness": float(scores[best]),
-                    f"{prefix}mean_fitness": float(np.mean(scores)),
-                    f"{prefix}species": float(len(self.pops[seat].species.species)),
-                    f"{prefix}hidden": float(net.hidden),
-                    f"{prefix}connections": float(net.connections),
-                    f"{prefix}rounds": float(stats[best, 0]),
-                    f"{prefix}won": float(stats[best, 10] > 0),
-                    f"{prefix}guided_share": float(stats[best, 4] / max(stats[best, 0], 1)),
-                }
-            )
-        self.history.append(row)
-        for pop in self.pops.values():
-            pop.run(lambda genomes, config: None, 1)  # fitness is assigned: breed only
-        return row
-
-    def reached_threshold(self) -> bool:
-        threshold = float(self.sections["NEAT"]["fitness_threshold"])
-        return bool(self.history) and self.history[-1]["best_fitness"] >= threshold
-
-    def run(self, progress: Callable[[dict[str, float]], None] | None = None) -> CaseResult:
-        started = time.perf_counter()
-        while len(self.history) < int(self.params["generations"]):
-            row = self.step()
-            self.save()
-            if progress:
-                progress(row)
-            if self.reached_threshold():
-                break
-        return self.result(time.perf_counter() - started)
-
-    def champion(self, seat: str = "blue") -> dict[str, Any]:
-        """The best genome ever evaluated (neat-python's best_genome)."""
-        return genome_to_json(self.pops[seat].best_genome, self.configs[seat])
-
-    def result(self, seconds: float) -> CaseResult:
-        champion = self.champion("blue")
-        rival = self.champion("red") if self.coevolve else None
-        nets = [network(champion)] + ([network(rival)] if rival else [])
-        seats = np.array([[0, 1 if rival else -1]], dtype=np.int64)
-        stats = self.evaluator.play(pack(nets), Batch(self.start[None, :], seats), trace_game=0)
-        names = (
-            "moves",
-            "productions",
-            "attacks",
-            "transports",
-            "guided",
-            "payoff",
-            "tiles",
-            "troops",
-            "opp_tiles",
-            "opp_troops",
-            "return",
-            "stale",
-        )
-        summary = {name: float(stats[0, 0, i]) for i, name in enumerate(names)}
-        return CaseResult(
-            self.case,
-            self.params,
-            self.history,
-            champion,
-            summary,
-            [int(a) for a in self.evaluator.last_trace],
-            rival,
-            seconds,
-        )
-
-
-def _jsonable(params: dict[str, Any]) -> dict[str, Any]:
+def jsonable(params: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(params, default=str))
 
 
@@ -603,6 +383,6 @@ def _jsonable(params: dict[str, Any]) -> dict[str, Any]:
 RESUMABLE = ("generations", "workers")
 
 
-def _lineage(params: dict[str, Any] | None) -> dict[str, Any]:
+def lineage_params(params: dict[str, Any] | None) -> dict[str, Any]:
     """The parameters that make a run's evolution what it is."""
-    return {k: v for k, v in _jsonable(params or {}).items() if k not in RESUMABLE}
+    return {k: v for k, v in jsonable(params or {}).items() if k not in RESUMABLE}

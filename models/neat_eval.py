@@ -21,8 +21,17 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from agents.neat_codec import DECODINGS, decode, encode, forward
+from agents.neat_codec import (
+    DECODINGS,
+    MOVE_FEATURES,
+    SCORED,
+    decode,
+    encode,
+    forward,
+    move_features,
+)
 from agents.neat_network import Packed
+from engine.bits import rand_below
 from engine.protocol import Game
 from engine.specialise import apply_action, bind, current_player, generic, legal_actions, returns
 
@@ -42,6 +51,7 @@ from engine.specialise import apply_action, bind, current_player, generic, legal
     STALE,
 ) = range(12)
 NUM_STATS = 12
+RANDOM_SEAT = -2  # a seat playing uniformly random legal moves (a sparring partner)
 STAT_NAMES = (
     "moves",
     "productions",
@@ -104,16 +114,20 @@ def play_networks(
     payoff,
     stale_limit,
     table_bits,
+    random_seed,
     stats,
     trace,
 ):
     """Plays games[i] from starts[games[i]] with seats[games[i], player] = network index (-1: the
-    seat never moves), writing stats[game, seat, :]. trace (when non-empty) receives the actions
-    of the first game listed, -1 after its end."""
+    seat never moves; RANDOM_SEAT: uniform random moves, seeded by random_seed and the game),
+    writing stats[game, seat, :]. trace (when non-empty) receives the actions of the first game
+    listed, -1 after its end."""
+    rng = np.zeros(1, dtype=np.uint64)
     n = neighbours.shape[0]
     legal = np.empty(n * ids, dtype=np.int64)
     obs = np.zeros(obs_size, dtype=np.float64)
     inputs = np.zeros(n, dtype=np.float64)
+    feats = np.zeros((n * ids, MOVE_FEATURES), dtype=np.float64)
     values = np.zeros(width, dtype=np.float64)
     out = np.zeros(num_outputs, dtype=np.float64)
     before = np.zeros(4, dtype=np.float64)
@@ -125,6 +139,7 @@ def play_networks(
     for gi in range(games.shape[0]):
         g = games[gi]
         s = starts[g].copy()
+        rng[0] = np.uint64(random_seed * 1000003 + g) * np.uint64(0x9E3779B97F4A7C15) | np.uint64(1)
         counts[:] = 0
         played = 0
         stale = False
@@ -136,11 +151,35 @@ def play_networks(
             observation(s, player, obs)
             _balance(obs, n, max_count, before)
             net = seats[g, player]
-            encode(obs, n, player, turn_tiles, inputs)
-            forward(net, nodes, bias, response, kind, links, weight, net_rows, values, inputs, out)
-            action, guided = decode(
-                mode, out, player, legal, count, neighbours, ids, max_count, turn_tiles
-            )
+            if net == RANDOM_SEAT:
+                action, guided = legal[rand_below(rng, count)], False
+            elif mode == SCORED:  # one score per legal move, the best is played
+                move_features(obs, n, legal, count, neighbours, ids, max_count, feats)
+                action, guided, top = legal[0], False, -np.inf
+                for i in range(count):
+                    forward(
+                        net,
+                        nodes,
+                        bias,
+                        response,
+                        kind,
+                        links,
+                        weight,
+                        net_rows,
+                        values,
+                        feats[i],
+                        out,
+                    )
+                    if out[0] > top:
+                        action, top = legal[i], out[0]
+            else:
+                encode(obs, n, player, turn_tiles, inputs)
+                forward(
+                    net, nodes, bias, response, kind, links, weight, net_rows, values, inputs, out
+                )
+                action, guided = decode(
+                    mode, out, player, legal, count, neighbours, ids, max_count, turn_tiles
+                )
             tile = action // ids
             idx = action % ids
             if idx == 0:
@@ -188,7 +227,8 @@ class Batch:
     """Games to play: start states (one row each) and the network index of each seat."""
 
     starts: np.ndarray  # (games, state size) int64
-    seats: np.ndarray  # (games, 2) int64, -1: the seat never moves
+    seats: np.ndarray  # (games, 2) int64, -1: the seat never moves, RANDOM_SEAT: random moves
+    random_seed: int = 0
 
 
 class Evaluator:
@@ -242,6 +282,7 @@ class Evaluator:
             self.payoff,
             self.stale_limit,
             self.table_bits,
+            int(batch.random_seed),
             stats,
         )
         if trace_game is not None:
@@ -268,6 +309,7 @@ def fitness(
     game: Game,
     seat: int = 0,
     win_bonus: float = 0.0,
+    margin_bonus: float = 0.0,
 ) -> np.ndarray:
     """Fitness of `seat` in each game (in % for the presets, the mean payoff for the duel).
 
@@ -275,7 +317,8 @@ def fitness(
     beat-red-*     30 x/x0 + 20 k/k0 + 20 won + 30 won (1 - R/limit)   (x: red tiles taken,
                    k: red troops killed, x0 / k0: red's tiles / troops at the start)
     against-red    50 t/n + won 50 (1 - R/limit)
-    duel           mean per-move payoff (+ win_bonus x the game's return, 0 in the study)
+    duel           mean per-move payoff (+ win_bonus x the game's return + margin_bonus x the
+                   tile margin / n at the end; both 0 in the study)
     """
     s = stats[:, seat]
     n = game.num_tiles
@@ -293,7 +336,9 @@ def fitness(
     if case == "against-red":
         return 50 * s[:, TILES] / n + won * 50 * share
     if case == "duel":
-        return s[:, PAYOFF] / np.maximum(s[:, MOVES], 1) + win_bonus * s[:, RETURN]
+        margin = (s[:, TILES] - s[:, OPP_TILES]) / n
+        payoff = s[:, PAYOFF] / np.maximum(s[:, MOVES], 1)
+        return payoff + win_bonus * s[:, RETURN] + margin_bonus * margin
     raise ValueError(f"no fitness function for {case!r}")
 
 

@@ -20,7 +20,8 @@ import numpy as np
 
 from agents.neat_network import network, to_onnx
 from models.base import TrainingResult, artifact_metadata
-from models.neat import CaseResult, Trainer, make_config, network_game_spec, write_json
+from models.neat import make_config, network_game_spec, write_json
+from models.neat_train import CaseResult, Trainer
 from models.territory_render import render_strip
 
 FAMILY = "neat"
@@ -39,7 +40,7 @@ def parity(champion: dict[str, Any], sections: dict, onnx_bytes: bytes, seed: in
     inputs = np.random.default_rng(seed).uniform(-1, 1, (PARITY_INPUTS, champion["num_inputs"]))
     expected = np.array([reference.activate(list(row)) for row in inputs])
     session = ort.InferenceSession(onnx_bytes, providers=["CPUExecutionProvider"])
-    (got,) = session.run(None, {"tiles": inputs.astype(np.float32)})
+    (got,) = session.run(None, {"inputs": inputs.astype(np.float32)})
     return float(np.max(np.abs(got - expected)))
 
 

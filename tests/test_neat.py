@@ -15,13 +15,13 @@ from agents.neat_network import network, pack, to_onnx
 from engine import load_game
 from engine.games.territory import HEADER, IDS, MAX_TROOPS
 from models.neat import (
-    Trainer,
     config_sections,
     genome_from_json,
     genome_to_json,
     make_config,
 )
 from models.neat_eval import MOVES, OPP_TILES, OPP_TROOPS, RETURN, TILES, fitness
+from models.neat_train import Trainer
 
 TINY = {"config": {"NEAT": {"pop_size": 16}}, "workers": 2}
 
@@ -64,7 +64,7 @@ def test_numba_and_onnx_networks_match_neat_pythons_own():
             mine.append(out.copy())
         assert np.max(np.abs(np.array(mine) - expected)) < 1e-12
         session = ort.InferenceSession(to_onnx(net), providers=["CPUExecutionProvider"])
-        (onnx_out,) = session.run(None, {"tiles": inputs.astype(np.float32)})
+        (onnx_out,) = session.run(None, {"inputs": inputs.astype(np.float32)})
         assert np.max(np.abs(onnx_out - expected)) < 1e-5
 
 
@@ -202,8 +202,12 @@ def test_training_is_seeded_independent_of_threads_and_resumes_exactly(tmp_path)
     assert again == strip and resumed.champion == straight.champion
 
 
-def test_training_improves_on_the_first_generation_and_the_agent_replays_its_game(tmp_path):
-    result = Trainer("beat-red-easy", {**TINY, "generations": 6}, tmp_path).run()
+@pytest.mark.parametrize("decoding", ["guided", "scored"])
+def test_training_improves_on_the_first_generation_and_the_agent_replays_its_game(
+    tmp_path, decoding
+):
+    params = {**TINY, "generations": 6 if decoding == "guided" else 3, "decoding": decoding}
+    result = Trainer("beat-red-easy", params, tmp_path).run()
     curve = [row["best_fitness"] for row in result.history]
     assert curve[-1] >= curve[0] and result.champion_stats["moves"] == len(result.trace)
     genome = tmp_path / "champion.json"
@@ -219,9 +223,30 @@ def test_training_improves_on_the_first_generation_and_the_agent_replays_its_gam
     assert agreed > 0.95  # float32 ONNX vs float64 numba may differ at a rare boundary
 
 
-def test_coevolution_trains_two_populations(tmp_path):
-    result = Trainer("coevolution", {**TINY, "generations": 2, "rounds": 20}, tmp_path).run()
+def test_coevolution_trains_two_populations_with_sparring_games_and_a_playoff(tmp_path):
+    params = {**TINY, "generations": 2, "rounds": 20, "opponents": 2, "sparring": 1, "playoff": 2}
+    trainer = Trainer("coevolution", params, tmp_path)
+    result = trainer.run()
     assert result.rival is not None and "red_best_fitness" in result.history[-1]
+    assert len(trainer.hall) == 2 * 2 * 2  # generations x sides x the best two
+    scores = trainer.playoff([entry["genome"] for entry in trainer.hall])
+    assert result.champion_stats["playoff_score"] == pytest.approx(scores.max())
+    assert scores.min() >= 0.0 and scores.max() <= 1.0
+
+
+def test_move_features_by_hand():
+    """Blue sends 4 of 5 from (0,0) east onto red's 3: an attack that wins."""
+    from agents.neat_codec import MOVE_FEATURES, move_features
+
+    state = _state({0: 5, 1: -3, 35: -1})
+    layout = state.game.tile_moves()
+    legal = np.array([IDS * 0 + 1 + 0 * MAX_TROOPS + 3, 0], dtype=np.int64)  # E x4, produce
+    feats = np.zeros((2, MOVE_FEATURES))
+    obs = state.observation_tensor(0).astype(np.float64).ravel()
+    move_features(obs, 36, legal, 2, layout["neighbours"], IDS, MAX_TROOPS, feats)
+    expected = [0, 5 / 20, 4 / 20, 1 / 20, 0, 3 / 20, 0, 1, 1 / 36, 2 / 36, 0, 0]
+    assert feats[0].tolist() == pytest.approx(expected)
+    assert feats[1, [0, 1, 2, 3, 7]].tolist() == pytest.approx([1, 5 / 20, 0, 6 / 20, 0])
 
 
 def test_neat_agent_refuses_bad_files_with_one_line(tmp_path):

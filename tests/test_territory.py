@@ -132,13 +132,21 @@ def test_duel_round_limit_goes_to_the_player_with_more_tiles():
 
 def test_study_presets_match_the_reported_starting_counts():
     counts = {}
-    for preset in ("expand-alone", "beat-red-easy", "beat-red-hard", "against-red", "duel"):
+    presets = (
+        "expand-alone",
+        "beat-red-easy",
+        "beat-red-hard",
+        "against-red",
+        "duel",
+        "duel-vs-red",
+    )
+    for preset in presets:
         board = load_game("territory", preset=preset).new_initial_state(seed=0).array[HEADER:]
         counts[preset] = (int((board < 0).sum()), int(-board[board < 0].sum()), int(board[0]))
     assert counts["beat-red-easy"] == (6, 40, 1)  # study §6.2
     assert counts["beat-red-hard"] == (19, 222, 1)  # study §6.3
     assert counts["expand-alone"] == (0, 0, 1)
-    assert counts["against-red"] == counts["duel"] == (1, 1, 1)  # figure 5.1
+    assert counts["against-red"] == counts["duel"] == counts["duel-vs-red"] == (1, 1, 1)
 
 
 def test_static_red_never_moves_and_expand_alone_is_won_by_owning_every_tile():

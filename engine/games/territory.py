@@ -368,6 +368,7 @@ PRESETS: dict[str, tuple[int, int, int, int]] = {
     "beat-red-hard": (RED_STATIC, ELIMINATE, 5000, LIMIT_DRAW),
     "against-red": (RED_SCRIPTED, ELIMINATE, 500, LIMIT_DRAW),
     "duel": (RED_AGENT, ELIMINATE, 100, LIMIT_MAJORITY),
+    "duel-vs-red": (RED_SCRIPTED, ELIMINATE, 100, LIMIT_MAJORITY),  # the duel, red scripted
 }
 
 
@@ -399,7 +400,7 @@ def preset_board(preset: str, size: int) -> np.ndarray:
     elif preset == "beat-red-hard":  # 19 tiles, 222 troops on 6x6: the radius-2 hexagon
         share = n / 36
         board = static_red(size, (size // 2, size // 2), round(19 * share), round(222 * share))
-    elif preset in ("against-red", "duel"):
+    elif preset in ("against-red", "duel", "duel-vs-red"):
         board[n - 1] = -1
     board[0] = 1
     return board

@@ -1,0 +1,367 @@
+"""NEAT training, one case at a time: evaluate every genome on the numba engine, breed, checkpoint.
+
+Cases 1-4 evolve blue against a preset; case 5 coevolves a blue and a red population on the
+symmetric duel (the study pairs them one game per genome; `opponents`, `sparring` and `playoff`
+are gridbots' additions, off by default). `Trainer.step()` is one generation; `run()` loops and
+checkpoints after each, so a killed run resumes exactly (models.neat holds the JSON formats).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.neat_codec import num_inputs, num_outputs
+from agents.neat_network import Network, network, pack
+from engine import load_game
+from engine.protocol import Game
+from models.neat import (
+    NeatError,
+    case_game,
+    checked,
+    config_sections,
+    genome_to_json,
+    jsonable,
+    lineage_params,
+    make_config,
+    population_from_json,
+    population_to_json,
+    write_json,
+)
+from models.neat_eval import Batch, Evaluator, fitness
+
+
+@dataclass
+class CaseResult:
+    case: str
+    params: dict[str, Any]
+    history: list[dict[str, float]]  # one row per generation
+    champion: dict[str, Any]  # genome JSON (blue's, for coevolution)
+    champion_stats: dict[str, float]  # its game, seat 0
+    trace: list[int]  # the champion's actions in that game (renders replay them)
+    rival: dict[str, Any] | None = None  # coevolution: red's champion
+    seconds: float = 0.0
+    files: dict[str, Path] = field(default_factory=dict)
+
+
+class Trainer:
+    """One training case: populations, evaluation, checkpoints. `step()` runs one generation."""
+
+    def __init__(self, case: str, params: dict[str, Any], out_dir: Path):
+        self.case = case
+        self.params = checked(params)
+        self.game = case_game(case, self.params)
+        self.coevolve = case == "coevolution"
+        self.evaluator = Evaluator(
+            self.game,
+            self.params["decoding"],
+            self.params["workers"],
+            self.params["stale_limit"],
+            tuple(self.params["payoff"]),
+        )
+        self.start = self.game.new_initial_state(seed=int(self.params["red_seed"])).array
+        self.sparring = None
+        self.hall: list[dict[str, Any]] = []  # coevolution: each generation's best, per side
+        fixed = int(self.params["sparring"]) > 0 or int(self.params["playoff"]) > 0
+        if self.coevolve and fixed:  # the duel against scripted red
+            spar = load_game(
+                "territory",
+                size=int(self.params["size"]),
+                preset="duel-vs-red",
+                rounds=self.game.rounds,
+            )
+            self.sparring = Evaluator(
+                spar,
+                self.params["decoding"],
+                self.params["workers"],
+                self.params["stale_limit"],
+                tuple(self.params["payoff"]),
+            )
+        decoding, tiles = self.params["decoding"], self.game.num_tiles
+        n_in, n_out = num_inputs(decoding, tiles), num_outputs(decoding, tiles, 20)
+        self.sections = config_sections(self.params["config"], n_in, n_out)
+        if self.coevolve:  # its fitness is no percentage: the study's 100 cannot have applied
+            self.sections["NEAT"]["fitness_threshold"] = 1e12
+        self.out_dir = Path(out_dir)
+        self.checkpoint = self.out_dir / "population.json"
+        self.history: list[dict[str, float]] = []
+        seats = ("blue", "red") if self.coevolve else ("blue",)
+        self.configs = {seat: make_config(self.sections) for seat in seats}
+        if self.checkpoint.is_file():
+            self._resume()
+        else:
+            import neat
+
+            random.seed(int(self.params["seed"]))
+            self.pops = {seat: neat.Population(c) for seat, c in self.configs.items()}
+
+    # ---- checkpoints -------------------------------------------------------------------------
+    def _resume(self) -> None:
+        try:
+            data = json.loads(self.checkpoint.read_text())
+            same = lineage_params(data.get("params")) == lineage_params(self.params)
+            if data.get("case") != self.case or not same:
+                raise NeatError(
+                    f"{self.checkpoint} belongs to another run (case or parameters differ); "
+                    "remove it to start afresh"
+                )
+            self.pops = {
+                seat: population_from_json(data["populations"][seat], self.configs[seat])
+                for seat in self.configs
+            }
+        except (OSError, json.JSONDecodeError, KeyError) as error:
+            raise NeatError(f"cannot resume from {self.checkpoint}: {error}") from None
+        self.history = data["history"]
+        self.hall = data.get("hall", [])
+        state = data["random_state"]  # after every population restored its own view
+        random.setstate((state[0], tuple(state[1]), state[2]))
+
+    def save(self) -> None:
+        populations = {seat: population_to_json(pop) for seat, pop in self.pops.items()}
+        state = random.getstate()
+        write_json(
+            self.checkpoint,
+            {
+                "case": self.case,
+                "params": jsonable(self.params),
+                "history": self.history,
+                "hall": self.hall,
+                "populations": populations,
+                "random_state": [state[0], list(state[1]), state[2]],
+            },
+            compact=True,
+        )
+
+    @property
+    def generation(self) -> int:
+        return next(iter(self.pops.values())).generation
+
+    # ---- one generation ------------------------------------------------------------------------
+    def _networks(self, seat: str) -> tuple[list[Any], list[Network]]:
+        genomes = [g for _, g in sorted(self.pops[seat].population.items())]
+        config = self.configs[seat]
+        return genomes, [network(genome_to_json(g, config)) for g in genomes]
+
+    def evaluate(self) -> dict[str, tuple[list[Any], np.ndarray, np.ndarray]]:
+        """Fitness of every genome (assigned to it) and the game statistics behind it."""
+        if not self.coevolve:
+            genomes, nets = self._networks("blue")
+            count_ = len(nets)
+            batch = Batch(
+                np.tile(self.start, (count_, 1)),
+                np.stack([np.arange(count_), np.full(count_, -1)], axis=1),
+            )
+            stats = self.evaluator.play(pack(nets), batch)
+            scores = fitness(
+                self.case if self.case != "coevolution" else "duel", stats, self.start, self.game
+            )
+            for genome, score in zip(genomes, scores, strict=True):
+                genome.fitness = float(score)
+            return {"blue": (genomes, scores, stats[:, 0])}
+        blue, blue_nets = self._networks("blue")
+        red, red_nets = self._networks("red")
+        rng = np.random.default_rng([int(self.params["seed"]), self.generation])
+        pairs = []
+        for _ in range(int(self.params["opponents"])):
+            reds = rng.permutation(len(red))
+            blues = rng.permutation(len(blue))
+            width = max(len(blue), len(red))  # the larger side's extras meet random opponents
+            pairs += [
+                (
+                    blues[i % len(blue)] if i >= len(blue) else i,
+                    reds[i] if i < len(red) else rng.integers(len(red)),
+                )
+                for i in range(width)
+            ]
+        pairs_arr = np.array(pairs, dtype=np.int64)
+        seats = np.stack([pairs_arr[:, 0], len(blue) + pairs_arr[:, 1]], axis=1)
+        batch = Batch(np.tile(self.start, (len(pairs_arr), 1)), seats)
+        packed = pack(blue_nets + red_nets)
+        stats = self.evaluator.play(packed, batch)
+        bonus = float(self.params["win_bonus"])
+        spar = self._spar(packed, len(blue) + len(red), bonus) if self.sparring else None
+        out = {}
+        for seat, genomes, column in (("blue", blue, 0), ("red", red, 1)):
+            per_game = self._per_game(stats, column, bonus, self.game)
+            totals = np.bincount(pairs_arr[:, column], per_game, len(genomes))
+            games = np.bincount(pairs_arr[:, column], None, len(genomes))
+            if spar is not None:
+                first = 0 if seat == "blue" else len(blue)
+                totals = totals + spar[0][first : first + len(genomes)]
+                games = games + spar[1]
+            scores = totals / np.maximum(games, 1)
+            for genome, score in zip(genomes, scores, strict=True):
+                genome.fitness = float(score)
+            first = np.zeros(len(genomes), dtype=np.int64)  # one game per genome for its stats
+            first[pairs_arr[::-1, column]] = np.arange(len(pairs_arr))[::-1]
+            out[seat] = (genomes, scores, stats[first, column])
+            if int(self.params["playoff"]) > 0:
+                for best in np.argsort(-scores, kind="stable")[:2]:
+                    self.hall.append(
+                        {
+                            "seat": seat,
+                            "generation": self.generation,
+                            "fitness": float(scores[best]),
+                            "genome": genome_to_json(genomes[best], self.configs[seat]),
+                        }
+                    )
+        return out
+
+    def _against_fixed(self, packed, networks: int, rounds: int, base: int) -> list:
+        """Every network's games against the fixed opponents: `rounds` against the study's
+        scripted red (network in seat 0, red's seed base + k) and `rounds` against a uniformly
+        random player (seats alternating, random moves seeded by base). [(game, stats, network
+        of each game, its seat), ...] for the two kinds."""
+        from models.neat_eval import RANDOM_SEAT
+
+        spar = self.sparring.game
+        red_starts = np.stack([spar.new_initial_state(seed=base + k).array for k in range(rounds)])
+        index = np.repeat(np.arange(networks), rounds)
+        first = Batch(
+            red_starts[np.tile(np.arange(rounds), networks)],
+            np.stack([index, np.full(len(index), -1)], axis=1),
+        )
+        seat = np.tile(np.arange(rounds) % 2, networks)
+        seats = np.full((len(index), 2), RANDOM_SEAT, dtype=np.int64)
+        seats[np.arange(len(index)), seat] = index
+        second = Batch(np.tile(self.start, (len(index), 1)), seats, random_seed=base)
+        return [
+            (spar, self.sparring.play(packed, first), index, np.zeros_like(seat)),
+            (self.game, self.evaluator.play(packed, second), index, seat),
+        ]
+
+    def _spar(self, packed, networks: int, bonus: float) -> tuple[np.ndarray, int]:
+        """(summed fitness per network, games each) against the fixed opponents, seeds varying
+        with the generation."""
+        rounds = int(self.params["sparring"])
+        totals = np.zeros(networks)
+        for game, stats, index, seat in self._against_fixed(
+            packed, networks, rounds, self.generation * 7919
+        ):
+            mine = np.where(
+                seat == 0,
+                self._per_game(stats, 0, bonus, game),
+                self._per_game(stats, 1, bonus, game),
+            )
+            totals += np.bincount(index, mine, networks)
+        return totals, 2 * rounds
+
+    def playoff(self, genomes: list[dict[str, Any]]) -> np.ndarray:
+        """Score (wins + draws / 2 over games) of each genome against the fixed opponents on
+        seeds no generation trained on: how the hall of fame's champion is chosen."""
+        rounds = int(self.params["playoff"])
+        scores = np.zeros(len(genomes))
+        packed = pack([network(g) for g in genomes])
+        for _, stats, index, seat in self._against_fixed(packed, len(genomes), rounds, 10**6):
+            result = stats[np.arange(len(index)), seat, 10]  # RETURN of the network's seat
+            scores += np.bincount(index, (result + 1) / 2, len(genomes))
+        return scores / (2 * rounds)
+
+    def _per_game(self, stats: np.ndarray, seat: int, bonus: float, game: Game) -> np.ndarray:
+        return fitness(
+            "duel", stats, self.start, game, seat, bonus, float(self.params["margin_bonus"])
+        )
+
+    def step(self) -> dict[str, float]:
+        """Evaluates the current generation, records it, then breeds the next one."""
+        started = time.perf_counter()
+        evaluated = self.evaluate()
+        seconds = time.perf_counter() - started
+        row: dict[str, float] = {"generation": float(self.generation), "eval_seconds": seconds}
+        for seat, (genomes, scores, stats) in evaluated.items():
+            best = int(np.argmax(scores))
+            net = network(genome_to_json(genomes[best], self.configs[seat]))
+            prefix = "" if seat == "blue" else "red_"
+            row.update(
+                {
+                    f"{prefix}best_fitness": float(scores[best]),
+                    f"{prefix}mean_fitness": float(np.mean(scores)),
+                    f"{prefix}species": float(len(self.pops[seat].species.species)),
+                    f"{prefix}hidden": float(net.hidden),
+                    f"{prefix}connections": float(net.connections),
+                    f"{prefix}rounds": float(stats[best, 0]),
+                    f"{prefix}won": float(stats[best, 10] > 0),
+                    f"{prefix}guided_share": float(stats[best, 4] / max(stats[best, 0], 1)),
+                }
+            )
+        self.history.append(row)
+        for pop in self.pops.values():
+            pop.run(lambda genomes, config: None, 1)  # fitness is assigned: breed only
+        return row
+
+    def reached_threshold(self) -> bool:
+        threshold = float(self.sections["NEAT"]["fitness_threshold"])
+        return bool(self.history) and self.history[-1]["best_fitness"] >= threshold
+
+    def run(self, progress: Callable[[dict[str, float]], None] | None = None) -> CaseResult:
+        started = time.perf_counter()
+        while len(self.history) < int(self.params["generations"]):
+            row = self.step()
+            self.save()
+            if progress:
+                progress(row)
+            if self.reached_threshold():
+                break
+        return self.result(time.perf_counter() - started)
+
+    def champion(self, seat: str = "blue") -> dict[str, Any]:
+        """The best genome ever evaluated (neat-python's best_genome)."""
+        return genome_to_json(self.pops[seat].best_genome, self.configs[seat])
+
+    def result(self, seconds: float) -> CaseResult:
+        champion = self.champion("blue")
+        rival = self.champion("red") if self.coevolve else None
+        chosen = None
+        if self.hall:  # the hall of fame's best against fixed opponents, either side
+            scores = self.playoff([entry["genome"] for entry in self.hall])
+            ranked = np.argsort(-scores, kind="stable")
+            chosen = self.hall[int(ranked[0])]
+            champion = {**chosen["genome"], "fitness": chosen["fitness"]}
+            rival = next(
+                (
+                    {**self.hall[int(i)]["genome"], "fitness": self.hall[int(i)]["fitness"]}
+                    for i in ranked
+                    if self.hall[int(i)]["seat"] != chosen["seat"]
+                ),
+                rival,
+            )
+            chosen = {
+                "playoff_score": float(scores[ranked[0]]),
+                "playoff_generation": float(chosen["generation"]),
+            }
+        nets = [network(champion)] + ([network(rival)] if rival else [])
+        seats = np.array([[0, 1 if rival else -1]], dtype=np.int64)
+        stats = self.evaluator.play(pack(nets), Batch(self.start[None, :], seats), trace_game=0)
+        names = (
+            "moves",
+            "productions",
+            "attacks",
+            "transports",
+            "guided",
+            "payoff",
+            "tiles",
+            "troops",
+            "opp_tiles",
+            "opp_troops",
+            "return",
+            "stale",
+        )
+        summary = {name: float(stats[0, 0, i]) for i, name in enumerate(names)}
+        summary.update(chosen or {})
+        return CaseResult(
+            self.case,
+            self.params,
+            self.history,
+            champion,
+            summary,
+            [int(a) for a in self.evaluator.last_trace],
+            rival,
+            seconds,
+        )
