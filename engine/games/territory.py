@@ -44,7 +44,7 @@ TO_MOVE, ROUND, STATUS, LIMIT, SIZE, RED_MODE, GOAL, SEED, LIMIT_RULE = range(9)
 HEADER = 9
 ONGOING, DRAW = -1, 2
 # red modes: a seated player, a static army that never moves, the study's scripted policy, absent
-RED_AGENT, RED_STATIC, RED_SCRIPTED, RED_ABSENT = 0, 1, 2, 3
+RED_AGENT, RED_STATIC, RED_SCRIPTED, RED_ABSENT, RED_GREEDY = 0, 1, 2, 3, 4
 # goals: eliminate the opponent, or own every tile (the empty-map case)
 ELIMINATE, CONQUER = 0, 1
 # at the round limit: a draw, or the player with more tiles (then more troops) wins
@@ -258,6 +258,35 @@ def scripted_action(s, player, seed):
 
 
 @njit(cache=True)
+def greedy_action(s, player):
+    """gridbots' hand-written greedy policy (not the study's): take an enemy tile with one troop
+    more than it holds, from a stack that keeps a troop; else claim the nature tile next to the
+    largest stack with a single troop; else produce on the smallest own tile; else the first
+    legal move. Deterministic; -1 when it cannot move."""
+    sign = sign_of(player)
+    size = s[SIZE]
+    best, best_score = -1, -1e9
+    for tile in range(size * size):
+        troops = s[HEADER + tile] * sign
+        if troops <= 0:
+            continue
+        if troops < MAX_TROOPS and 10.0 - troops > best_score:
+            best, best_score = tile * IDS, 10.0 - troops
+        for d in range(DIRECTIONS):
+            target = neighbour(tile, d, size)
+            if target < 0:
+                continue
+            there = s[HEADER + target] * sign
+            if there < 0 and troops > 1 - there and 100.0 - there > best_score:
+                best, best_score = tile * IDS + 1 + d * MAX_TROOPS - there, 100.0 - there
+            elif there == 0 and troops >= 2 and 50.0 + troops > best_score:
+                best, best_score = tile * IDS + 1 + d * MAX_TROOPS, 50.0 + troops
+    if best < 0:
+        return _moves_of_kind(s, player, ANY, 0)
+    return best
+
+
+@njit(cache=True)
 def _settle(s):
     """Ends the game when a goal is met or a player is out; returns True when it ended."""
     counts = np.zeros(4, dtype=np.int64)
@@ -302,8 +331,11 @@ def apply_action(s, action):
         s[TO_MOVE] = 1 - mover
         if mover == 0:
             return
-    elif s[RED_MODE] == RED_SCRIPTED:
-        reply = scripted_action(s, 1, s[SEED])
+    elif s[RED_MODE] == RED_SCRIPTED or s[RED_MODE] == RED_GREEDY:
+        if s[RED_MODE] == RED_SCRIPTED:
+            reply = scripted_action(s, 1, s[SEED])
+        else:
+            reply = greedy_action(s, 1)
         if reply >= 0:
             play_move(s, reply, 1)
             if _settle(s):
@@ -369,6 +401,7 @@ PRESETS: dict[str, tuple[int, int, int, int]] = {
     "against-red": (RED_SCRIPTED, ELIMINATE, 500, LIMIT_DRAW),
     "duel": (RED_AGENT, ELIMINATE, 100, LIMIT_MAJORITY),
     "duel-vs-red": (RED_SCRIPTED, ELIMINATE, 100, LIMIT_MAJORITY),  # the duel, red scripted
+    "duel-vs-greedy": (RED_GREEDY, ELIMINATE, 100, LIMIT_MAJORITY),  # red: greedy_action
 }
 
 
@@ -400,7 +433,7 @@ def preset_board(preset: str, size: int) -> np.ndarray:
     elif preset == "beat-red-hard":  # 19 tiles, 222 troops on 6x6: the radius-2 hexagon
         share = n / 36
         board = static_red(size, (size // 2, size // 2), round(19 * share), round(222 * share))
-    elif preset in ("against-red", "duel", "duel-vs-red"):
+    elif preset in ("against-red", "duel", "duel-vs-red", "duel-vs-greedy"):
         board[n - 1] = -1
     board[0] = 1
     return board
@@ -492,10 +525,16 @@ class Territory(Game):
         return "\n".join(lines)
 
     def heuristic_action(self, state, player: int, options: dict[str, str]) -> int:
-        """The study's scripted red policy (§6.4) for either seat: `heuristic[:seed=N]`."""
-        unknown = set(options) - {"seed"}
+        """`heuristic[:seed=N]`: the study's scripted red policy (§6.4) for either seat;
+        `heuristic:policy=greedy`: gridbots' greedy spreader (greedy_action)."""
+        unknown = set(options) - {"seed", "policy"}
         if unknown:
             raise GameError(f"territory heuristic: unknown option(s) {sorted(unknown)}")
+        policy = options.get("policy", "study")
+        if policy not in ("study", "greedy"):
+            raise GameError(f"territory heuristic: policy is study or greedy, not {policy!r}")
+        if policy == "greedy":
+            return int(greedy_action(state.array, player))
         try:
             seed = int(options.get("seed", 0))
         except ValueError:
