@@ -225,7 +225,6 @@ COMMAND_MODULES = (
     "flows.dataset_commands",
     "flows.model_commands",
     "flows.stage_commands",
-    "flows.territory_commands",
 )
 _register_command_groups()
 

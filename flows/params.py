@@ -65,7 +65,7 @@ REQUIRED: dict[str, list[tuple[str, tuple[type, ...]]]] = {
         ("promote.seed", (int,)),
     ],
     "report": [("games", (list,)), ("mlflow.tracking_uri", (str,))],
-    # the territory chain (flows/territory.py): NEAT training cases and the study comparison
+    # the territory chain (flows/stages/neat.py): NEAT training cases and the study comparison
     "neat": [
         ("workers", (int,)),
         ("mlflow.tracking_uri", (str,)),

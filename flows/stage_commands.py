@@ -120,6 +120,31 @@ def promote(game: GAME, params: PARAMS = DEFAULT_PARAMS):
         typer.echo(f"{info['model']}: production = {info['production'] or 'none'}")
 
 
+# ---- the territory chain (issue 11): NEAT training per case and the comparison with study 003
+@stage_app.command("neat")
+def neat(
+    game: GAME,
+    name: Annotated[str, typer.Argument(help="A key of GAME.models (a NEAT training case).")],
+    params: PARAMS = DEFAULT_PARAMS,
+):
+    """trained/GAME/NAME: a NEAT training case, every seed, the champion registered."""
+    from flows.stages.neat import neat_flow
+
+    summary = neat_flow(ROOT, _load("neat", game, name, params), name)
+    typer.echo(
+        f"trained/{game}/{name}: best fitness {summary['metrics']['best_fitness']:.2f} "
+        f"(seed {summary['best_seed']}), version {summary['version']}, parity {summary['parity']}"
+    )
+
+
+@stage_app.command("study")
+def study(game: GAME, params: PARAMS = DEFAULT_PARAMS):
+    """studies/GAME/README.md: the chain's figures beside its study's."""
+    from flows.stages.study import study_flow
+
+    typer.echo(str(study_flow(ROOT, _load("study", game, None, params))))
+
+
 @stage_app.command("report")
 def report(params: PARAMS = DEFAULT_PARAMS):
     """reports/README.md and the bar charts."""

@@ -8,7 +8,14 @@ import pytest
 
 from agents import make
 from engine import load_game
-from engine.games.territory import HEADER, IDS, MAX_TROOPS, ROUND, scripted_action
+from engine.games.territory import (
+    HEADER,
+    IDS,
+    MAX_TROOPS,
+    ROUND,
+    greedy_action,
+    scripted_action,
+)
 from engine.loops import count_leaves
 from engine.match import play_match
 from engine.protocol import GameError, IllegalActionError, State
@@ -178,6 +185,24 @@ def test_scripted_red_attacks_when_behind_on_tiles_else_produces_when_short():
     assert (state.array[HEADER:] < 0).sum() >= 1
 
 
+def test_greedy_red_captures_then_claims_then_produces():
+    # an enemy stack it can beat keeping a troop: one troop more than the defenders
+    capture = position({(0, 0): 5, (0, 1): -3, (5, 5): -1})
+    assert greedy_action(capture.array, 0) == send(tile(0, 0), E, 4)
+    # no capture: one troop into nature from the largest stack (first direction on the map)
+    claim = position({(0, 0): 5, (3, 3): 3, (5, 5): -1})
+    assert greedy_action(claim.array, 0) == send(tile(0, 0), E, 1)
+    # a lone troop can neither capture nor claim: it produces
+    lone = position({(0, 0): 1, (5, 5): -1})
+    assert greedy_action(lone.array, 0) == produce(tile(0, 0))
+    # the duel-vs-greedy preset answers blue's move with red's greedy reply
+    duel = load_game("territory", preset="duel-vs-greedy").new_initial_state()
+    duel.apply_action(produce(0))
+    assert duel.current_player() == 0 and duel.array[HEADER + tile(5, 5)] == -2
+    with pytest.raises(GameError, match="policy"):
+        load_game("territory").heuristic_action(lone, 0, {"policy": "best"})
+
+
 def test_bad_parameters_are_one_clear_error():
     with pytest.raises(GameError, match="unknown preset"):
         load_game("territory", preset="nope")
@@ -204,7 +229,9 @@ def test_png_render_draws_a_picture(tmp_path):
     assert image.shape[0] > 200 and reds > 1000  # red's 19 tiles are on it
 
 
-@pytest.mark.parametrize("spec", ["mcts:sims=30", "alphabeta:depth=1", "heuristic"])
+@pytest.mark.parametrize(
+    "spec", ["mcts:sims=30", "alphabeta:depth=1", "heuristic", "heuristic:policy=greedy"]
+)
 def test_search_agents_play_it_unchanged_and_beat_random(spec):
     game = load_game("territory", rounds=30)
     result = play_match(

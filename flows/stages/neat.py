@@ -1,13 +1,12 @@
-"""The territory chain's own flows: NEAT training per case (`gridbots stage neat territory NAME`)
-and the comparison with study 003 (`gridbots stage study territory`).
+"""`gridbots stage neat territory NAME`: one NEAT training case of study 003, every seed.
 
-Export, tournament and promotion are the pipeline's generic stages (flows/pipeline.py): the
-training stage leaves `trained/territory/NAME/run.json` in the shape they read, with the
-champion logged and registered as a `territory-neat` version.
+Export, tournament and promotion of the territory chain are the pipeline's generic stages: this
+stage leaves `trained/territory/NAME/run.json` in the shape they read, with the champion logged
+and registered as a `territory-neat` version.
 
-A killed training stage resumes: every seed checkpoints its populations (JSON) after each
-generation under `checkpoints/territory/NAME/<parameters hash>/seed-N`, outside DVC's outputs, so
-a rerun with the same parameters continues where it stopped and other parameters start afresh.
+A killed stage resumes: every seed checkpoints its populations (JSON) after each generation under
+`checkpoints/territory/NAME/<parameters hash>/seed-N`, outside DVC's outputs, so a rerun with the
+same parameters continues where it stopped and other parameters start afresh.
 """
 
 from __future__ import annotations
@@ -20,15 +19,8 @@ from typing import Any
 
 from prefect import flow
 
-from flows.pipeline import (
-    atomic_dir,
-    lineage,
-    tag_runs,
-    use_tracking,
-    write_curve,
-    write_json,
-)
-from flows.territory_report import write_study_report
+from flows.stage_io import atomic_dir, lineage, use_tracking, write_json
+from flows.stages.train import tag_runs, write_curve
 
 GAME = "territory"
 
@@ -145,12 +137,3 @@ def neat_flow(root: Path, params: dict, name: str) -> dict[str, Any]:
     }
     write_curve(root / "plots" / GAME / f"{name}.csv", curves)
     return summary
-
-
-@flow(name="study")
-def study_flow(root: Path, params: dict) -> Path:
-    """studies/territory: our figures beside study 003's (curves, topologies, renders)."""
-    root = Path(root)
-    with atomic_dir(root / "studies" / GAME) as scratch:
-        write_study_report(root, params, scratch)
-    return root / "studies" / GAME / "README.md"
