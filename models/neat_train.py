@@ -35,7 +35,7 @@ from models.neat import (
     population_to_json,
     write_json,
 )
-from models.neat_eval import Batch, Evaluator, fitness
+from models.neat_eval import STAT_NAMES, Batch, Evaluator, fitness
 
 
 @dataclass
@@ -339,21 +339,7 @@ class Trainer:
         nets = [network(champion)] + ([network(rival)] if rival else [])
         seats = np.array([[0, 1 if rival else -1]], dtype=np.int64)
         stats = self.evaluator.play(pack(nets), Batch(self.start[None, :], seats), trace_game=0)
-        names = (
-            "moves",
-            "productions",
-            "attacks",
-            "transports",
-            "guided",
-            "payoff",
-            "tiles",
-            "troops",
-            "opp_tiles",
-            "opp_troops",
-            "return",
-            "stale",
-        )
-        summary = {name: float(stats[0, 0, i]) for i, name in enumerate(names)}
+        summary = {name: float(stats[0, 0, i]) for i, name in enumerate(STAT_NAMES)}
         summary.update(chosen or {})
         return CaseResult(
             self.case,
