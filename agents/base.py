@@ -41,6 +41,7 @@ _BUILTIN_MODULES = (
     "agents.seq_agent",
     "agents.onnx_agent",
     "agents.neat_agent",
+    "agents.td_agent",
 )
 
 

@@ -1,7 +1,8 @@
 """`onnx:PATH[:key=value,…]`: any exported model, the agent chosen by its `gridbots.kind`.
 
 "sequence" → `seq:model=PATH` (options: guards); "value" → `alphabeta:eval=onnx:PATH`
-(options: depth, ms); "neat" → `neat:genome=PATH` (any preset of its map size). The file's
+(options: depth, ms), except TD networks (family `td`) → `td:model=PATH` (options: select,
+epsilon, temperature); "neat" → `neat:genome=PATH` (any preset of its map size). The file's
 metadata, not its name, says what it is, so a registry artifact plays without the user knowing
 its family.
 """
@@ -36,6 +37,10 @@ def onnx_agent(game: Game, spec: str, seed: int | None = None, **options: str) -
 
         predictor = OnnxSequencePredictor(path, game, session=session, meta=meta)
         return SeqAgent(game, spec, seed=seed, predictor=predictor, **options)
+    if kind == "value" and meta.get("gridbots.family") == "td":  # a TD network plays 1-ply
+        from agents.td_agent import TDAgent
+
+        return TDAgent(game, spec, seed=seed, model=path, **options)
     if kind == "value":
         from agents.alphabeta import AlphaBetaAgent
 

@@ -10,6 +10,9 @@ the per-state encoders live here, on the same game hooks features.encode uses:
   count-onehot  the set-cell count of every observation plane seen by the side to move, its
                 number of legal actions and of immediately winning actions, each a one-hot of
                 COUNT_LENGTH bits (counts beyond saturate)
+  seat-observation  the whole observation seen by seat 0, then a one-hot of the side to move
+                (the TD networks of models.td: they read seat 0's pieces and seat 1's, and
+                turn their estimate for seat 1 into the mover's inside the graph)
 
 Both return float32 vectors; tests check them against features.encode on generated datasets.
 Agents never import features/, so the count of immediately winning actions is computed here by
@@ -24,7 +27,7 @@ from agents.guards import lap_filter, wins
 from engine.protocol import CHANCE, SIMULTANEOUS, TERMINAL, Game
 from engine.specialise import apply_action, bind, current_player, generic, legal_actions, returns
 
-ENCODINGS = ("board-onehot", "count-onehot")
+ENCODINGS = ("board-onehot", "count-onehot", "seat-observation")
 COUNT_LENGTH = 40  # the one-hot width of one count (features.encode imports it from here)
 
 
@@ -66,6 +69,8 @@ def input_size(game: Game, encoding: str) -> int:
         return cells * (game.num_players + int(bool(game.deadly_tiles)))
     if encoding == "count-onehot":
         return (game.observation_shape[0] + 2) * COUNT_LENGTH
+    if encoding == "seat-observation":
+        return int(np.prod(game.observation_shape)) + game.num_players
     raise ValueError(f"no per-state encoder for encoding {encoding!r}; known: {ENCODINGS}")
 
 
@@ -102,6 +107,8 @@ class ValueEncoder:
         players = np.asarray(players, dtype=np.int64)
         if self.encoding == "board-onehot":
             return self._board(states, players)
+        if self.encoding == "seat-observation":
+            return self._seat(states, players)
         return np.stack([self._count(s, int(p)) for s, p in zip(states, players, strict=True)])
 
     def _board(self, states: np.ndarray, players: np.ndarray) -> np.ndarray:
@@ -111,6 +118,15 @@ class ValueEncoder:
         if self._deadly:
             blocks.append(flat == -1)
         return np.concatenate(blocks, axis=1).astype(np.float32)
+
+    def _seat(self, states: np.ndarray, players: np.ndarray) -> np.ndarray:
+        g = self.game
+        cells = int(np.prod(g.observation_shape))
+        out = np.zeros((len(states), self.size), dtype=np.float32)
+        for row, (s, p) in enumerate(zip(states, players, strict=True)):
+            g.kernels.observation(s, 0, out[row, :cells])
+            out[row, cells + int(p)] = 1.0
+        return out
 
     def _count(self, s: np.ndarray, player: int) -> np.ndarray:
         g = self.game

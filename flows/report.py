@@ -166,6 +166,10 @@ def write_report(root: Path, games: list[str], out: Path) -> Path:
         if (study / "README.md").is_file():
             shutil.copytree(study, out / game, dirs_exist_ok=True)
             lines += ["", f"Beside the study's figures: [{game}/README.md]({game}/README.md)"]
+
+        from flows.td_report import td_section
+
+        lines += td_section(root, game, out)  # study 002's matrices beside ours (TD chains)
     lines += [
         "",
         "## Where to look next",

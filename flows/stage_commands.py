@@ -307,6 +307,9 @@ def serve(params: PARAMS = DEFAULT_PARAMS):
 
 
 def register(app: typer.Typer) -> None:
+    from flows import td_commands
+
+    td_commands.register(stage_app)  # the TD chain's stages (study 002)
     app.add_typer(stage_app, name="stage")
     app.command("repro")(repro)
     app.command("where")(where)

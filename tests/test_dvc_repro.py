@@ -44,6 +44,14 @@ def tiny_profile() -> dict:
         "against-red": {"family": "neat", "case": "against-red", "seeds": [0], "params": tiny_neat}
     }
     params["territory"]["evaluate"] = {"games": 2, "seed": 0, "opening": 2, "baselines": ["random"]}
+    td = params["othello"]["td"]  # the TD chain: two configurations, a handful of games
+    td["study"].update(games=60, matrix_games=2, vary={"rule": ["q", "sarsa"]},
+                       minimax={"opponent": "alphabeta:depth=1", "games": 2})  # fmt: skip
+    td["grid"].update(games=60, eval_games=2, axes={"rule": ["q", "sarsa"]})
+    td["long"].update(games=100, curve_every=100, curve_games=2,
+                      curve_opponents=["alphabeta:depth=1"])  # fmt: skip
+    td["tournament"].update(games=2, opponents=["alphabeta:depth=1"])
+    td["promote"] = {"baseline": "random", "games": 2}
     return params
 
 
@@ -113,6 +121,11 @@ def test_repro_runs_the_chain_then_does_nothing_then_only_what_changed(repo):
     report = (root / "reports" / "README.md").read_text()
     assert "## connect4" in report and "## lazerbike" in report and "Production" in report
     assert "## territory" in report and (root / "reports" / "territory" / "README.md").is_file()
+    td_study = json.loads((root / "td" / "othello" / "study" / "study.json").read_text())
+    assert set(td_study["matrices"]) == {"rule"} and len(td_study["configs"]) == 2
+    assert (root / "evaluation" / "othello" / "games.parquet").is_file()
+    assert set(json.loads((root / "promotion" / "othello.json").read_text())["families"]) == {"td"}
+    assert "## othello: TD learners (study 002)" in report and "(53)" in report
     lock = yaml.safe_load((root / "dvc.lock").read_text())
     assert "train-connect4@hmm" in lock["stages"] and "report" in lock["stages"]
     # outputs were ignored up front: the run leaves nothing in git's view but its lock

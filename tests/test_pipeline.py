@@ -240,8 +240,11 @@ def test_params_errors_name_the_key_and_the_stage(tmp_path, capsys):
     for game in full["games"]:
         for technique in full[game].get("datasets", {}):
             check(full, "generate", game, technique)
-        for name, model in full[game]["models"].items():
+        for name, model in full[game].get("models", {}).items():
             check(full, "neat" if model["family"] == "neat" else "train", game, name)
+        if "td" in full[game]:  # a TD chain (study 002)
+            for stage in ("td-study", "td-grid", "td-long", "td-tournament", "td-promote"):
+                check(full, stage, game)
 
 
 def test_serve_registers_the_cycle_with_the_cron_of_params():

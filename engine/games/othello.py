@@ -222,9 +222,11 @@ def observation(s, player, out):
 
 
 # ---- heuristic evaluation (agents: alphabeta) ---------------------------------------------------
-# The weighted sum of the Othello study: corners x4, discs next to a free corner x-2, edges x1,
+# The weighted sum of study 002 (§3.2): corners x4, discs next to a free corner x-2, edges x1,
 # frontier (empty squares next to own discs) x-0.2, discs x0.5, mobility x2, each as own minus
-# opponent's count; a finished game is worth its result.
+# opponent's count; a finished game is worth its result (the study: +-infinity). The sum is
+# kept in integer tenths (weights x10), so positions the study scores equally score exactly
+# equally here too and a fixed-depth search breaks their ties as plain minimax does.
 CORNER_SQUARES = (0, 7, 56, 63)
 CORNER_NEIGHBOURS = ((1, 8, 9), (6, 14, 15), (48, 49, 57), (54, 55, 62))
 CORNERS = sum(1 << sq for sq in CORNER_SQUARES)
@@ -234,7 +236,7 @@ BORDER = sum(1 << sq for sq in range(CELLS) if sq % SIZE in (0, 7) or sq // SIZE
 EDGES = BORDER & ~(CORNERS | NEAR_CORNERS)
 NOT_A = 0xFEFEFEFEFEFEFEFE  # shifting toward higher columns must not land on column a
 NOT_H = 0x7F7F7F7F7F7F7F7F
-EVAL_SCALE = 20.0
+EVAL_SCALE = 200.0  # tenths: tanh(sum / 20) of the study's sum
 
 
 @njit(cache=True, inline="always")
@@ -256,7 +258,8 @@ def _neighbours(x):
 
 @njit(cache=True, inline="always")
 def _features(own, opp):
-    """The study's weighted sum for the owner of `own`, before the opponent's is subtracted."""
+    """The study's weighted sum in tenths for the owner of `own`, before the opponent's is
+    subtracted (an exact integer)."""
     empty = ~(own | opp)
     near_free = np.uint64(0)
     for i in range(4):
@@ -264,12 +267,12 @@ def _features(own, opp):
             for sq in CORNER_NEIGHBOURS[i]:
                 near_free |= np.uint64(1) << np.uint64(sq)
     return (
-        4.0 * popcount(own & np.uint64(CORNERS))
-        - 2.0 * popcount(own & near_free)
-        + 1.0 * popcount(own & np.uint64(EDGES))
-        - 0.2 * popcount(_neighbours(own) & empty)
-        + 0.5 * popcount(own)
-        + 2.0 * popcount(mobility(own, opp))
+        40 * popcount(own & np.uint64(CORNERS))
+        - 20 * popcount(own & near_free)
+        + 10 * popcount(own & np.uint64(EDGES))
+        - 2 * popcount(_neighbours(own) & empty)
+        + 5 * popcount(own)
+        + 20 * popcount(mobility(own, opp))
     )
 
 

@@ -1,0 +1,97 @@
+"""`gridbots stage td-study|td-grid|td-long|td-tournament|td-promote GAME`: the TD chain's
+stages (dvc.yaml runs them; each runs one flow of flows/stages/td.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+GAME = Annotated[str, typer.Argument(help="Game whose TD chain (params GAME.td) to run.")]
+PARAMS = Annotated[Path, typer.Option("--params", help="Parameters file.")]
+DEFAULT_PARAMS = Path("params.yaml")
+ROOT = Path(".")
+
+
+def _load(stage: str, game: str, path: Path) -> dict:
+    from flows.stage_commands import _load as load
+
+    return load(stage, game, None, path)
+
+
+def td_study(game: GAME, params: PARAMS = DEFAULT_PARAMS):
+    """td/GAME/study: the study's one-at-a-time sweep, its six matrices, the minimax match."""
+    from flows.stages.td import study_flow
+
+    study = study_flow(ROOT, _load("td-study", game, params), game)
+    greedy = study["minimax"]["greedy_openings"]
+    typer.echo(
+        f"td/{game}/study: {len(study['configs'])} configurations; {study['base']} vs "
+        f"{study['minimax']['opponent']}: {greedy['wins']}-{greedy['draws']}-{greedy['losses']}"
+    )
+
+
+def td_grid(game: GAME, params: PARAMS = DEFAULT_PARAMS):
+    """td/GAME/grid: the full factorial grid and its best configuration."""
+    from flows.stages.td import grid_flow
+
+    summary = grid_flow(ROOT, _load("td-grid", game, params), game)
+    typer.echo(
+        f"td/{game}/grid: {summary['configs']} configurations in {summary['seconds']:.0f} s; "
+        f"best {summary['best']}"
+    )
+
+
+def td_long(game: GAME, params: PARAMS = DEFAULT_PARAMS):
+    """td/GAME/long: the best configuration trained for long, registered (resumable)."""
+    from flows.stages.td import long_flow
+
+    run = long_flow(ROOT, _load("td-long", game, params), game)
+    typer.echo(f"td/{game}/long: {run['label']}, version {run['registered']['version']}")
+
+
+def td_tournament(game: GAME, params: PARAMS = DEFAULT_PARAMS):
+    """evaluation/GAME: the TD bots against minimax, MCTS and the other listed specs."""
+    from flows.stages.td import tournament_flow
+
+    summary = tournament_flow(ROOT, _load("td-tournament", game, params), game)
+    for rank, row in enumerate(summary["standings"], start=1):
+        typer.echo(f"{rank}. {row['spec']}: {row['score']:.3f} over {row['games']} games")
+
+
+def td_promote(game: GAME, params: PARAMS = DEFAULT_PARAMS):
+    """promotion/GAME.json: the gate for the new GAME-td version."""
+    from flows.stages.td import promote_flow
+
+    result = promote_flow(ROOT, _load("td-promote", game, params), game)
+    info = result["families"]["td"]
+    typer.echo(f"{info['model']}: production = {info['production'] or 'none'}")
+
+
+def td_report(
+    game: GAME,
+    out: Annotated[Path, typer.Option("--out", help="Folder for README.md and the PNGs.")],
+):
+    """The TD section of the report on its own (study 002's figures beside ours), from the
+    chain's outputs in this folder; the `report` stage puts the same into reports/."""
+    from flows.td_report import td_section
+
+    out.mkdir(parents=True, exist_ok=True)
+    lines = td_section(ROOT, game, out)
+    if not lines:
+        raise typer.BadParameter(f"td/{game}/study/study.json is missing: run td-study first")
+    (out / "README.md").write_text("\n".join(lines).lstrip() + "\n")
+    typer.echo(str(out / "README.md"))
+
+
+def register(stage_app: typer.Typer) -> None:
+    for name, command in (
+        ("td-study", td_study),
+        ("td-grid", td_grid),
+        ("td-long", td_long),
+        ("td-tournament", td_tournament),
+        ("td-promote", td_promote),
+        ("td-report", td_report),
+    ):
+        stage_app.command(name)(command)
