@@ -1,6 +1,9 @@
 """`alphabeta:depth=N` / `alphabeta:ms=T` with `eval=heuristic|playout|onnx:PATH`: the agent
 over the shared core (agents.search).
 
+`results=flat` scores a finished game as its bare return (a win is a win at any distance, as
+study 002's minimax scores it: with depth=N that is exactly the study's opponent, checked in
+tests/test_study_minimax.py); by default a faster win ranks above a slower one.
 `depth=N` alone is plain fixed-depth minimax: the value and move of a full minimax tree to N
 plies with the same evaluation (the first best move in the game's legal order), so figures
 "against minimax depth N" mean what they say; shallower searches run first only to order
@@ -53,11 +56,14 @@ class AlphaBetaAgent(Agent):
         self.playouts = option(options, "playouts", int, 16)
         table_bits = option(options, "tt", int, 20)
         evaluation = options.pop("eval", "heuristic")
+        results = options.pop("results", "distance")  # flat: a win is a win at any distance
         if options:
             raise AgentError(
                 f"alphabeta: unknown option(s) {sorted(options)}; "
-                "known: depth, ms, eval, playouts, tt"
+                "known: depth, ms, eval, playouts, tt, results"
             )
+        if results not in ("distance", "flat"):
+            raise AgentError(f"alphabeta: results={results!r}; expected distance or flat")
         if self.depth < 0 or self.ms < 0 or self.playouts < 1 or not 4 <= table_bits <= 24:
             raise AgentError("alphabeta: depth, ms >= 0, playouts >= 1, tt (log2 size) in 4..24")
         if not self.depth and not self.ms:
@@ -86,6 +92,7 @@ class AlphaBetaAgent(Agent):
         self.core = AlphaBeta(
             game, leaf, playouts=self.playouts, table_bits=table_bits,
             max_depth=self.max_depth, seed=0 if seed is None else seed,
+            result_scale=1.0 if results == "flat" else None,
         )  # fmt: skip
         self.last: SearchResult | None = None
         if self.model is None:  # compile (or load from the cache) now, not on the first move

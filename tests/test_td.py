@@ -350,3 +350,51 @@ def test_ntuple_export_parity_and_play(othello, ntuple_trained):
     )
     assert agree >= 9
     assert score_vs_random(othello, net, 100, seed=3)["score"] >= 0.7
+
+
+# ---- networks inside the shared alpha-beta core --------------------------------------------------
+def _search_minimax(game, net, state, depth, me):
+    """Plain minimax with the network at the leaves, on the core's scale for `me`: a result is
+    its return x 1000 minus/plus its distance, a leaf 2v - 1 (seat 1) or 1 - 2v (seat 0)."""
+    if state.is_terminal():
+        r = state.returns()[me]
+        ply = len(state.history())
+        return 0.0 if r == 0 else r * 1000 - ply if r > 0 else r * 1000 + ply
+    if depth == 0:
+        v = numpy_forward(net, encode(game, state.array, 2).astype(np.float64))
+        return 2 * v - 1 if me == 1 else 1 - 2 * v
+    values = []
+    for move in state.legal_actions():
+        child = state.clone()
+        child.apply_action(move)
+        values.append(_search_minimax(game, net, child, depth - 1, me))
+    return max(values) if state.current_player() == me else min(values)
+
+
+def test_network_leaf_inside_the_core_is_plain_minimax_over_the_network(othello, trained):
+    result, net = trained
+    one_ply = make(f"td:model={result.artifact}", othello)
+    searched = {d: make(f"td:model={result.artifact},depth={d}", othello) for d in (1, 2)}
+    for seed in range(6):
+        state = midgame(othello, 8 + 6 * seed, seed)
+        if state.is_terminal():
+            continue
+        assert searched[1].step(state) == one_ply.step(state)
+        me, best, best_value = state.current_player(), None, -np.inf
+        for move in state.legal_actions():
+            child = state.clone()
+            child.apply_action(move)
+            value = _search_minimax(othello, net, child, 1, me)
+            if best is None or value > best_value + 1e-9:  # float32 weights: near-ties
+                best, best_value = move, value
+        assert searched[2].step(state) == best
+
+
+def test_ntuple_leaf_inside_the_core_matches_its_one_ply_play(othello, ntuple_trained):
+    result, _ = ntuple_trained
+    one_ply = make(f"td:model={result.artifact}", othello)
+    searched = make(f"td:model={result.artifact},depth=1", othello)
+    for seed in range(8):
+        state = midgame(othello, 6 + 6 * seed, seed)
+        if not state.is_terminal():
+            assert searched.step(state) == one_ply.step(state)

@@ -320,8 +320,9 @@ def long_flow(root: Path, params: dict, game: str) -> dict[str, Any]:
 # ---- td-tournament and td-promote ----------------------------------------------------------------
 @flow(name="td-tournament")
 def tournament_flow(root: Path, params: dict, game: str) -> dict[str, Any]:
-    from engine.tournament import summarize_pairing, write_outputs
-    from flows.stages.evaluate import relabel, standings
+    from engine.tournament import standings, summarize_pairing
+    from flows.stages.evaluate import relabel
+    from flows.tournament_output import write_outputs
 
     root = Path(root)
     chain, spec = params[game]["td"], params[game]["spec"]
