@@ -270,43 +270,13 @@ def duel(
             if mover == TERMINAL:
                 break
             if mover == seat_a[g]:
-                action = td_turn(
-                    s,
-                    net_a,
-                    rule_a,
-                    epsilon_a,
-                    temp_a,
-                    False,
-                    False,
-                    0.0,
-                    -1,
-                    rng,
-                    moves,
-                    values,
-                    child,
-                    x,
-                    obs,
-                    out,
-                )
+                net, rule, epsilon, temp = net_a, rule_a, epsilon_a, temp_a
             else:
-                action = td_turn(
-                    s,
-                    net_b,
-                    rule_b,
-                    epsilon_b,
-                    temp_b,
-                    False,
-                    False,
-                    0.0,
-                    -1,
-                    rng,
-                    moves,
-                    values,
-                    child,
-                    x,
-                    obs,
-                    out,
-                )
+                net, rule, epsilon, temp = net_b, rule_b, epsilon_b, temp_b
+            action = td_turn(
+                s, net, rule, epsilon, temp, False, False, 0.0, -1, rng,
+                moves, values, child, x, obs, out,
+            )  # fmt: skip
             apply_action(s, action)
         returns(s, out)
         results[g] = out[seat_a[g]]

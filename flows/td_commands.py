@@ -47,8 +47,10 @@ def td_long(game: GAME, params: PARAMS = DEFAULT_PARAMS):
     """td/GAME/long: the best configuration trained for long, registered (resumable)."""
     from flows.stages.td import long_flow
 
-    run = long_flow(ROOT, _load("td-long", game, params), game)
-    typer.echo(f"td/{game}/long: {run['label']}, version {run['registered']['version']}")
+    runs = long_flow(ROOT, _load("td-long", game, params), game)
+    for name, run in runs.items():
+        version = run["registered"]["version"]
+        typer.echo(f"td/{game}/long/{name}: {run['label']}, version {version}")
 
 
 def td_tournament(game: GAME, params: PARAMS = DEFAULT_PARAMS):

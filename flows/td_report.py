@@ -271,7 +271,8 @@ def final_lines(path: Path) -> list[str]:
         "|---|---|---|---|---|",
     ]
     for s in summary["pairings"]:
-        study = "0.42 (7,000 games)" if s["spec_b"] == "alphabeta:depth=3" else ""
+        minimax3 = s["spec_b"].split(",")[0] == "alphabeta:depth=3"  # any results= scoring
+        study = "0.42 (7,000 games)" if minimax3 else ""
         lines.append(
             f"| {s['spec_a']} | `{s['spec_b']}` | {s['wins']}-{s['draws']}-"
             f"{s['losses']} | {s['score']:.3f} [{s['score_low']:.3f}, "
