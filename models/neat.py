@@ -115,9 +115,17 @@ DEFAULTS: dict[str, Any] = {
     # random player each (study: 0)
     "playoff": 0,  # coevolution: choose the champion among each generation's best two of each
     # population by this many games against each fixed opponent (0: neat's best genome, study)
+    "sparring_red": "study",  # coevolution: the red of sparring and playoff games: the study's
+    # scripted red, or "greedy" (territory's greedy_action, which beats mcts:sims=200)
+    "sparring_opening": 0,  # coevolution: random first moves of blue (red answering) before
+    # each game against the fixed red, so a deterministic red does not replay one game
     "workers": 2,
     "config": {},  # overrides of STUDY_CONFIG, e.g. {"NEAT": {"pop_size": 50}}
 }
+
+
+#: the duel preset of each `sparring_red`: red played by the study's policy or the greedy one
+SPARRING_PRESETS = {"study": "duel-vs-red", "greedy": "duel-vs-greedy"}
 
 
 class NeatError(GameError):
@@ -356,6 +364,9 @@ def checked(params: dict[str, Any] | None) -> dict[str, Any]:
         raise NeatError(
             f"neat: decoding must be guided, masked or scored, got {merged['decoding']!r}"
         )
+    if merged["sparring_red"] not in SPARRING_PRESETS:
+        red = merged["sparring_red"]
+        raise NeatError(f"neat: sparring_red must be study or greedy, got {red!r}")
     if int(merged["generations"]) < 1 or int(merged["opponents"]) < 1:
         raise NeatError("neat: generations and opponents must be >= 1")
     return merged

@@ -23,6 +23,7 @@ from agents.neat_network import Network, network, pack
 from engine import load_game
 from engine.protocol import Game
 from models.neat import (
+    SPARRING_PRESETS,
     NeatError,
     case_game,
     checked,
@@ -51,6 +52,18 @@ class CaseResult:
     files: dict[str, Path] = field(default_factory=dict)
 
 
+def opened(game: Game, seed: int, moves: int) -> np.ndarray:
+    """The start of `game` (seeded) after `moves` uniformly random moves, seeded too."""
+    state = game.new_initial_state(seed=seed)
+    rng = np.random.default_rng(seed)
+    for _ in range(moves):
+        if state.is_terminal():
+            break
+        legal = state.legal_actions()
+        state.apply_action(int(legal[rng.integers(len(legal))]))
+    return state.array
+
+
 class Trainer:
     """One training case: populations, evaluation, checkpoints. `step()` runs one generation."""
 
@@ -70,11 +83,11 @@ class Trainer:
         self.sparring = None
         self.hall: list[dict[str, Any]] = []  # coevolution: each generation's best, per side
         fixed = int(self.params["sparring"]) > 0 or int(self.params["playoff"]) > 0
-        if self.coevolve and fixed:  # the duel against scripted red
+        if self.coevolve and fixed:  # the duel against a fixed red
             spar = load_game(
                 "territory",
                 size=int(self.params["size"]),
-                preset="duel-vs-red",
+                preset=SPARRING_PRESETS[self.params["sparring_red"]],
                 rounds=self.game.rounds,
             )
             self.sparring = Evaluator(
@@ -215,14 +228,16 @@ class Trainer:
         return out
 
     def _against_fixed(self, packed, networks: int, rounds: int, base: int) -> list:
-        """Every network's games against the fixed opponents: `rounds` against the study's
-        scripted red (network in seat 0, red's seed base + k) and `rounds` against a uniformly
+        """Every network's games against the fixed opponents: `rounds` against the fixed red
+        (`sparring_red`; network in seat 0, red's seed base + k, after `sparring_opening`
+        random moves) and `rounds` against a uniformly
         random player (seats alternating, random moves seeded by base). [(game, stats, network
         of each game, its seat), ...] for the two kinds."""
         from models.neat_eval import RANDOM_SEAT
 
         spar = self.sparring.game
-        red_starts = np.stack([spar.new_initial_state(seed=base + k).array for k in range(rounds)])
+        opening = int(self.params["sparring_opening"])
+        red_starts = np.stack([opened(spar, base + k, opening) for k in range(rounds)])
         index = np.repeat(np.arange(networks), rounds)
         first = Batch(
             red_starts[np.tile(np.arange(rounds), networks)],

@@ -234,6 +234,26 @@ def test_coevolution_trains_two_populations_with_sparring_games_and_a_playoff(tm
     assert scores.min() >= 0.0 and scores.max() <= 1.0
 
 
+def test_sparring_against_the_greedy_red_starts_from_seeded_random_openings(tmp_path):
+    from models.neat import NeatError
+    from models.neat_train import opened
+
+    params = {**TINY, "generations": 1, "rounds": 20, "sparring": 2, "playoff": 1}
+    greedy = {**params, "sparring_red": "greedy", "sparring_opening": 3}
+    trainer = Trainer("coevolution", greedy, tmp_path)
+    assert trainer.sparring.game.params["preset"] == "duel-vs-greedy"
+    trainer.run()
+    game = trainer.sparring.game
+    first, again, other = opened(game, 5, 3), opened(game, 5, 3), opened(game, 6, 3)
+    assert (first == again).all() and (first != other).any()
+    assert first[1] == 3  # three rounds played: blue's random moves, each answered by red
+    # red answered with greedy_action: produce on (5,5) (2), send one troop west, the first
+    # direction on the map, to (5,4) (1 + 1), produce on the first of the smallest: (5,4)
+    assert (first[HEADER:] < 0).sum() == 2 and list(first[HEADER + 34 :]) == [-2, -1]
+    with pytest.raises(NeatError, match="sparring_red"):
+        Trainer("coevolution", {**params, "sparring_red": "mcts"}, tmp_path / "x")
+
+
 def test_move_features_by_hand():
     """Blue sends 4 of 5 from (0,0) east onto red's 3: an attack that wins."""
     from agents.neat_codec import MOVE_FEATURES, move_features
