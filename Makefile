@@ -27,7 +27,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 # set-up, then `dvc repro` of the whole chain (one Prefect server for every stage), then
-# where to look: tournament table, production versions, the UIs, reports/README.md
+# where to look: tournament table, production versions, the UIs, reports/pipeline/README.md
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/gridbots repro
 

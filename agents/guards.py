@@ -200,6 +200,55 @@ def lap_filter(
     return m
 
 
+# ---- immediate wins: the one definition (datasets, value features, the `win` guard) --------
+@njit(cache=True)
+def win_buffers(size, num_players, num_actions):
+    """The scratch arrays of `immediate_wins` for one game: (lists (3, width), child state,
+    legal (players, width), counts (2, players), returns (players))."""
+    width = max(num_actions, 64)
+    return (
+        np.empty((3, width), np.int64),
+        np.empty(size, np.int64),
+        np.empty((num_players, width), np.int64),
+        np.ones((2, num_players), np.int64),
+        np.zeros(num_players, np.float64),
+    )
+
+
+@generic
+def immediate_wins(s, player, teams, num_players, neutral, buffers):
+    """(n, k): `player`'s n legal actions (left in buffers[0][0][:n]) and how many of them win
+    at once, i.e. the moves the `win` guard keeps. An action wins at once when the game is over
+    right after it and `player` strictly beats every player of another team (with no other
+    team: a positive return); at a simultaneous lap it must do so for every joint choice of the
+    other players, all of them enumerated. (0, 0) when `player` is not to move (another
+    player's turn, a chance node, the end). Every immediate-win count in gridbots is this one:
+    the datasets' `immediate_wins` column and the value networks' count-onehot input."""
+    lists, child, legal, counts, out = buffers
+    moves, keep, verdict = lists[0], lists[1], lists[2]
+    mover = current_player(s)
+    if mover == TERMINAL or mover == CHANCE or (mover >= 0 and mover != player):
+        return 0, 0
+    n = legal_actions(s, player, moves)
+    won = 0
+    if mover == SIMULTANEOUS:
+        if n > 0:
+            lap_filter(s, player, 0, teams, num_players, neutral, moves, n, keep, child, verdict,
+                       legal, counts[0], counts[1], out)  # fmt: skip
+            for i in range(n):
+                if verdict[i] == WIN:
+                    won += 1
+        return n, won
+    for i in range(n):
+        child[:] = s
+        apply_action(child, moves[i])
+        if current_player(child) == TERMINAL:
+            returns(child, out)
+            if wins(out, player, teams, num_players):
+                won += 1
+    return n, won
+
+
 @generic
 def guarded_action(
     s, player, flags, teams, num_players, neutral, rng, lists, states, legal, counts, joint, out

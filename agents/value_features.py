@@ -15,50 +15,20 @@ the per-state encoders live here, on the same game hooks features.encode uses:
                 turn their estimate for seat 1 into the mover's inside the graph)
 
 Both return float32 vectors; tests check them against features.encode on generated datasets.
-Agents never import features/, so the count of immediately winning actions is computed here by
-the same rule the dataset techniques use (features.generate.tables.describe_position).
+The count of immediately winning actions is agents.guards.immediate_wins, the one definition
+the dataset techniques use too.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from agents.guards import lap_filter, wins
-from engine.protocol import CHANCE, SIMULTANEOUS, TERMINAL, Game
-from engine.specialise import apply_action, bind, current_player, generic, legal_actions, returns
+from agents.guards import immediate_wins, win_buffers
+from engine.protocol import Game
+from engine.specialise import bind
 
 ENCODINGS = ("board-onehot", "count-onehot", "seat-observation")
 COUNT_LENGTH = 40  # the one-hot width of one count (features.encode imports it from here)
-
-
-@generic
-def legal_and_winning(s, player, teams, num_players, neutral, lists, child, legal, counts, out):
-    """(legal actions of `player`, how many of them win at once): turn-based, the game ends
-    with `player` ahead of every rival; simultaneous, it does so whatever the others choose.
-    Buffers: lists (3, width), child (state size), legal (players, width), counts (2, players),
-    out (players) float64."""
-    moves, keep, verdict = lists[0], lists[1], lists[2]
-    mover = current_player(s)
-    if mover == TERMINAL or mover == CHANCE or (mover >= 0 and mover != player):
-        return 0, 0
-    n = legal_actions(s, player, moves)
-    won = 0
-    if mover == SIMULTANEOUS:
-        if n > 0:
-            lap_filter(s, player, 0, teams, num_players, neutral, moves, n, keep, child, verdict,
-                       legal, counts[0], counts[1], out)  # fmt: skip
-            for i in range(n):
-                if verdict[i] == 1:
-                    won += 1
-        return n, won
-    for i in range(n):
-        child[:] = s
-        apply_action(child, moves[i])
-        if current_player(child) == TERMINAL:
-            returns(child, out)
-            if wins(out, player, teams, num_players):
-                won += 1
-    return n, won
 
 
 def input_size(game: Game, encoding: str) -> int:
@@ -88,13 +58,10 @@ class ValueEncoder:
         self._deadly = bool(game.deadly_tiles)
         if encoding == "count-onehot":
             g = game
-            width = max(g.num_actions, 64)
-            self._describe = bind(legal_and_winning, g.kernels.search())
+            size = g.new_initial_state(seed=0).array.shape[0]
+            self._wins = bind(immediate_wins, g.kernels.search())
             self._teams = np.asarray(g.teams, dtype=np.int64)
-            self._out = np.zeros(g.num_players, dtype=np.float64)
-            self._lists = np.empty((3, width), dtype=np.int64)
-            self._legal = np.empty((g.num_players, width), dtype=np.int64)
-            self._counts = np.empty((2, g.num_players), dtype=np.int64)
+            self._buffers = win_buffers(size, g.num_players, g.num_actions)
             self._planes = np.zeros(int(np.prod(g.observation_shape)), dtype=np.float32)
 
     def __call__(self, s: np.ndarray, player: int) -> np.ndarray:
@@ -130,10 +97,9 @@ class ValueEncoder:
 
     def _count(self, s: np.ndarray, player: int) -> np.ndarray:
         g = self.game
-        child = np.empty_like(s)
-        legal, won = self._describe(
-            s, player, self._teams, g.num_players, g.neutral_action, self._lists, child,
-            self._legal, self._counts, self._out,
+        legal, won = self._wins(
+            np.ascontiguousarray(s, dtype=np.int64), player, self._teams, g.num_players,
+            g.neutral_action, self._buffers,
         )  # fmt: skip
         self._planes[:] = 0
         g.kernels.observation(s, player, self._planes)

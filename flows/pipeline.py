@@ -9,7 +9,7 @@ renamed into place at the end, so a failed stage leaves no half-written output b
 
 Paths (relative to the repository root, all DVC outputs):
     data/G/TECH  validation/G/TECH.json  encoded/G/NAME.npz  trained/G/NAME/  exports/G/
-    evaluation/G/  promotion/G.json  metrics/G/*.json  plots/G/NAME.csv  reports/
+    evaluation/G/  promotion/G.json  metrics/G/*.json  plots/G/NAME.csv  reports/pipeline/
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""reports/README.md and bar charts from the tournament results and the promotion decisions.
+"""reports/pipeline/README.md and bar charts from the tournament results and the promotion
+decisions (the report stage's own folder; the rest of reports/ is kept in git by hand).
 
 The tables follow the original studies: for each trained model, its games against random
 players (guarded and not), against the classical models (MCTS, SimAB, …), against alpha-beta
@@ -120,7 +121,7 @@ def production_lines(promotion: dict[str, Any]) -> list[str]:
 
 
 def write_report(root: Path, games: list[str], out: Path) -> Path:
-    """reports/README.md plus one PNG per game and opponent group."""
+    """README.md plus one PNG per game and opponent group, in `out` (reports/pipeline/)."""
     root, out = Path(root), Path(out)
     out.mkdir(parents=True, exist_ok=True)
     lines = [

@@ -147,7 +147,7 @@ def study(game: GAME, params: PARAMS = DEFAULT_PARAMS):
 
 @stage_app.command("report")
 def report(params: PARAMS = DEFAULT_PARAMS):
-    """reports/README.md and the bar charts."""
+    """reports/pipeline/README.md and the bar charts."""
     from flows.stages.report import report_flow
 
     typer.echo(str(report_flow(ROOT, _load("report", None, None, params))))
@@ -238,7 +238,7 @@ def where(params: PARAMS = DEFAULT_PARAMS):
                     f"({info.get('production_label') or '-'})"
                 )
     typer.echo(
-        "\nreport: reports/README.md (charts beside it)\n"
+        "\nreport: reports/pipeline/README.md (charts beside it; studies' figures in reports/)\n"
         "registry: gridbots bots list\n"
         "UIs: make ui (Prefect and MLflow on 127.0.0.1, addresses printed)\n"
         "curves: dvc plots show; numbers: dvc metrics show"

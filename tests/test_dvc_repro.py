@@ -118,7 +118,7 @@ def test_repro_runs_the_chain_then_does_nothing_then_only_what_changed(repo):
         assert (root / "evaluation" / game / "games.parquet").is_file()
         promotion = json.loads((root / "promotion" / f"{game}.json").read_text())
         assert set(promotion["families"]) == {"hmm"}
-    report = (root / "reports" / "README.md").read_text()
+    report = (root / "reports" / "pipeline" / "README.md").read_text()
     assert "## connect4" in report and "## lazerbike" in report and "Production" in report
     assert "## territory" in report and (root / "reports" / "territory" / "README.md").is_file()
     td_study = json.loads((root / "td" / "othello" / "study" / "study.json").read_text())

@@ -60,3 +60,31 @@ def test_outputs_are_ignored_before_any_run():
     )  # fmt: skip
     ignored = set(checked.stdout.split())
     assert sorted(outputs - ignored) == []
+
+
+def test_reports_beside_the_pipeline_report_are_neither_outputs_nor_ignored():
+    """Study comparisons kept in git under reports/ survive `dvc repro`: DVC deletes a stage's
+    outputs before running it, so no output may be `reports` itself or hold those files."""
+    outputs = {out for stage in STAGES.values() for out in stage["outs"]}
+    assert "reports/pipeline" in outputs
+    assert not {out for out in outputs if out == "reports" or "reports".startswith(out + "/")}
+    checked = subprocess.run(
+        ["git", "check-ignore", "--no-index", "reports/study-001.md", "reports/pipeline/x.png"],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert checked.stdout.split() == ["reports/pipeline/x.png"]
+
+
+def test_the_report_stage_leaves_the_rest_of_reports_alone(tmp_path):
+    from flows.stages.report import report_flow
+
+    kept = tmp_path / "reports" / "study-001.md"
+    kept.parent.mkdir()
+    kept.write_text("the study's Table 3 beside ours\n")
+    (tmp_path / "reports" / "pipeline").mkdir()
+    (tmp_path / "reports" / "pipeline" / "stale.png").write_bytes(b"old")
+    readme = report_flow.fn(tmp_path, {"games": ["connect4"]})  # the flow's body, no server
+    assert readme == tmp_path / "reports" / "pipeline" / "README.md"
+    assert "No tournament results yet." in readme.read_text()
+    assert kept.read_text() == "the study's Table 3 beside ours\n"
+    assert not (tmp_path / "reports" / "pipeline" / "stale.png").exists()  # its own: replaced

@@ -174,7 +174,9 @@ def test_tournament_parquet_promotion_and_report(chain):
             f"**{families[family]['production']}** (`{families[family]['model']}@production`)"
             in report
         )
-    assert "| hmm | `random` |" in report and (root / "reports/connect4-random.png").is_file()
+    assert (
+        "| hmm | `random` |" in report and (root / "reports/pipeline/connect4-random.png").is_file()
+    )
 
 
 def test_a_dataset_that_fails_validation_stops_the_chain(chain, tmp_path):

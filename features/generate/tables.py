@@ -19,16 +19,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from agents.guards import lap_filter, wins
-from engine.protocol import CHANCE, SIMULTANEOUS, TERMINAL, Game, State
+from agents.guards import immediate_wins, win_buffers
+from engine.protocol import SIMULTANEOUS, TERMINAL, Game, State
 from engine.specialise import (
     apply_action,
     apply_joint,
     bind,
     current_player,
     generic,
-    legal_actions,
-    returns,
 )
 from features.schema import GAMES, POSITIONS, SEQUENCES
 
@@ -70,52 +68,14 @@ def replay_steps(s, history, num_players, neutral, actions_out):
 
 
 @generic
-def describe_position(s, player, teams, num_players, neutral, mask, lists, child, legal, counts):
-    """Fills `player`'s legal mask; returns how many of its actions win at once (turn-based:
-    the game ends with `player` ahead of every rival; simultaneous: it does so whatever the
-    other players choose). Buffers: lists (3, width), child (state size), legal (players,
-    width), counts (2, players) as int64."""
+def describe_position(s, player, teams, num_players, neutral, mask, buffers):
+    """Fills `player`'s legal mask; returns how many of its actions win at once
+    (agents.guards.immediate_wins, the one definition)."""
     mask[:] = 0
-    moves, keep, verdict = lists[0], lists[1], lists[2]
-    out = np.zeros(num_players, dtype=np.float64)
-    mover = current_player(s)
-    if mover == TERMINAL or mover == CHANCE or (mover >= 0 and mover != player):
-        return 0
-    n = legal_actions(s, player, moves)
+    n, won = immediate_wins(s, player, teams, num_players, neutral, buffers)
+    moves = buffers[0][0]
     for i in range(n):
         mask[moves[i]] = 1
-    won = 0
-    if mover == SIMULTANEOUS:
-        if n == 0:
-            return 0
-        lap_filter(
-            s,
-            player,
-            0,
-            teams,
-            num_players,
-            neutral,
-            moves,
-            n,
-            keep,
-            child,
-            verdict,
-            legal,
-            counts[0],
-            counts[1],
-            out,
-        )
-        for i in range(n):
-            if verdict[i] == 1:
-                won += 1
-        return won
-    for i in range(n):
-        child[:] = s
-        apply_action(child, moves[i])
-        if current_player(child) == TERMINAL:
-            returns(child, out)
-            if wins(out, player, teams, num_players):
-                won += 1
     return won
 
 
@@ -222,12 +182,10 @@ class PositionTable:
     def __init__(self, game: Game):
         self.game = game
         g = game
-        width = max(g.num_actions, 64)
         self._describe = bind(describe_position, g.kernels.search())
         self._teams = np.asarray(g.teams, dtype=np.int64)
-        self._lists = np.empty((3, width), dtype=np.int64)
-        self._legal = np.empty((g.num_players, width), dtype=np.int64)
-        self._counts = np.empty((2, g.num_players), dtype=np.int64)
+        size = g.new_initial_state(seed=0).array.shape[0]
+        self._buffers = win_buffers(size, g.num_players, g.num_actions)
         self._features = int(np.prod(g.observation_shape))
         self.columns: dict[str, list] = {name: [] for name in POSITIONS.names}
 
@@ -245,19 +203,10 @@ class PositionTable:
         g = self.game
         s = state.array if isinstance(state, State) else state
         mask = np.zeros(g.num_actions, dtype=np.int8)
-        child = np.empty_like(s)
         won = self._describe(
-            s,
-            player,
-            self._teams,
-            g.num_players,
-            g.neutral_action,
-            mask,
-            self._lists,
-            child,
-            self._legal,
-            self._counts,
-        )
+            np.ascontiguousarray(s, dtype=np.int64), player, self._teams, g.num_players,
+            g.neutral_action, mask, self._buffers,
+        )  # fmt: skip
         features = np.zeros(self._features, dtype=np.float32)
         g.kernels.observation(s, player, features)
         c = self.columns

@@ -1,4 +1,9 @@
-"""The report stage: reports/README.md and its plots."""
+"""The report stage: reports/pipeline/ (README.md and its plots).
+
+The stage owns only that subfolder and replaces it whole: the rest of `reports/` holds files
+people keep in git (each study's published figures beside ours), which `dvc repro` must never
+touch.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +13,15 @@ from prefect import flow
 
 from flows.stage_io import atomic_dir
 
+#: the report stage's output, relative to the project root (dvc.yaml `outs` of `report`)
+REPORT_DIR = Path("reports") / "pipeline"
+
 
 @flow(name="report")
 def report_flow(root: Path, params: dict) -> Path:
     from flows.report import write_report
 
-    root = Path(root)
-    with atomic_dir(root / "reports") as scratch:
+    folder = Path(root) / REPORT_DIR
+    with atomic_dir(folder) as scratch:
         write_report(root, params["games"], scratch)
-    return root / "reports" / "README.md"
+    return folder / "README.md"
