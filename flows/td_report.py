@@ -1,4 +1,4 @@
-"""The TD section of reports/README.md: study 002's published figures beside gridbots' own.
+"""The TD section of reports/pipeline/README.md: study 002's published figures beside gridbots' own.
 
 For each of the study's six comparison matrices (§4.1: the row agent plays black for 200 games
 against the column agent, the cell is its win percentage), the study's table and ours in the

@@ -120,7 +120,10 @@ def test_repro_runs_the_chain_then_does_nothing_then_only_what_changed(repo):
         assert set(promotion["families"]) == {"hmm"}
     report = (root / "reports" / "pipeline" / "README.md").read_text()
     assert "## connect4" in report and "## lazerbike" in report and "Production" in report
-    assert "## territory" in report and (root / "reports" / "territory" / "README.md").is_file()
+    assert (
+        "## territory" in report
+        and (root / "reports" / "pipeline" / "territory" / "README.md").is_file()
+    )
     td_study = json.loads((root / "td" / "othello" / "study" / "study.json").read_text())
     assert set(td_study["matrices"]) == {"rule"} and len(td_study["configs"]) == 2
     assert (root / "evaluation" / "othello" / "games.parquet").is_file()
