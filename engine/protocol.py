@@ -113,6 +113,11 @@ class Game:
     #: `tile_moves() -> dict`: the layout of "production per tile, tile -> neighbour x count"
     #: action spaces (territory) that tile-move policies (agents.neat_codec) decode into
     tile_moves: ClassVar[Callable | None] = None
+    #: `(ids_per_cell, extra)` when action ids lie on the observation's H x W cells: action
+    #: `(row * W + col) * ids_per_cell + id`, then `extra` actions after the cells (Othello
+    #: (1, 1): 64 squares and the pass; tactics (30, 0)); policy networks then use a per-cell
+    #: head. None: a flat action list (Connect 4's columns)
+    action_cells: ClassVar[tuple[int, int] | None] = None
     #: the same game in OpenSpiel (same action ids and rules), for the `openspiel:` peer agents
     openspiel_name: ClassVar[str | None] = None
     #: parameters accepted by the constructor, with defaults (OpenSpiel's game parameters)

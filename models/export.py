@@ -35,60 +35,76 @@ def quiet_tensorflow() -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
-def keras_outputs(model: Any, inputs: np.ndarray, batch: int = 256) -> np.ndarray:
-    """Inference-mode outputs of a Keras model by direct calls (no `predict` machinery)."""
-    parts = [
-        np.asarray(model(inputs[i : i + batch], training=False))
-        for i in range(0, len(inputs), batch)
-    ]
-    return np.concatenate(parts, axis=0)
+def _as_list(value: Any) -> list:
+    """One tensor, name or array → a one-item list; sequences stay lists (multi-input models)."""
+    return list(value) if isinstance(value, list | tuple) else [value]
 
 
-def _convert(model: Any, input_name: str, sample: np.ndarray, opset: int) -> Any:
-    """The raw ONNX ModelProto of `model` (input named `input_name`, batch axis free)."""
+def keras_outputs(model: Any, inputs: Any, batch: int = 256) -> Any:
+    """Inference-mode outputs of a Keras model by direct calls (no `predict` machinery).
+
+    `inputs` is one array or a list of arrays (one per model input); the result is one array
+    or, for a model with several outputs, a list of arrays in the model's output order."""
+    arrays = _as_list(inputs)
+    parts: list[list[np.ndarray]] = []
+    for i in range(0, len(arrays[0]), batch):
+        chunk = [a[i : i + batch] for a in arrays]
+        out = model(chunk if isinstance(inputs, list | tuple) else chunk[0], training=False)
+        parts.append([np.asarray(o) for o in _as_list(out)])
+    joined = [np.concatenate([p[k] for p in parts], axis=0) for k in range(len(parts[0]))]
+    return joined if len(joined) > 1 else joined[0]
+
+
+def _convert(model: Any, input_name: Any, sample: Any, opset: int) -> Any:
+    """The raw ONNX ModelProto of `model` (inputs named as given, batch axis free)."""
     import onnx
     import tensorflow as tf
 
     logging.getLogger("tf2onnx").setLevel(logging.ERROR)  # "freezing failed, fixing" chatter
-    spec = tf.TensorSpec((None, *sample.shape[1:]), tf.float32, name=input_name)
+    specs = [
+        tf.TensorSpec((None, *array.shape[1:]), tf.float32, name=name)
+        for name, array in zip(_as_list(input_name), _as_list(sample), strict=True)
+    ]
+    signature = [specs] if isinstance(input_name, list | tuple) else specs
     with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # Keras' tf2onnx patch probes np.object
         raw = Path(folder) / "raw.onnx"
-        model.export(str(raw), format="onnx", input_signature=[spec], opset_version=opset,
+        model.export(str(raw), format="onnx", input_signature=signature, opset_version=opset,
                      verbose=False)  # fmt: skip
         return onnx.load(str(raw))
 
 
 def _tidy(
-    proto: Any, input_name: str, output_name: str, metadata: dict[str, str], out_shape: tuple
+    proto: Any, input_name: Any, output_name: Any, metadata: dict[str, str], out_shape: Any
 ) -> Any:
-    """Names the graph's single input and output and the batch axis, writes the output's other
-    dimensions (tf2onnx may leave them unknown) and sets metadata_props."""
+    """Names the graph's inputs and outputs (in order) and the batch axis, writes the outputs'
+    other dimensions (tf2onnx may leave them unknown) and sets metadata_props."""
     import onnx
 
     graph = proto.graph
-    if len(graph.input) != 1 or len(graph.output) != 1:
+    inputs, outputs = _as_list(input_name), _as_list(output_name)
+    shapes = out_shape if isinstance(output_name, list | tuple) else [out_shape]
+    if len(graph.input) != len(inputs) or len(graph.output) != len(outputs):
         raise ModelError(
-            f"export expects one input and one output, got {len(graph.input)} and "
-            f"{len(graph.output)}"
+            f"export expects {len(inputs)} input(s) and {len(outputs)} output(s), got "
+            f"{len(graph.input)} and {len(graph.output)}"
         )
-    old_in, old_out = graph.input[0].name, graph.output[0].name
+    renames = {old.name: new for old, new in zip(graph.input, inputs, strict=True)}
+    renames.update({old.name: new for old, new in zip(graph.output, outputs, strict=True)})
     for node in graph.node:
-        node.input[:] = [
-            {old_in: input_name, old_out: output_name}.get(name, name) for name in node.input
-        ]
-        node.output[:] = [output_name if name == old_out else name for name in node.output]
-    graph.input[0].name = input_name
-    graph.output[0].name = output_name
-    for value in (graph.input[0], graph.output[0]):
+        node.input[:] = [renames.get(name, name) for name in node.input]
+        node.output[:] = [renames.get(name, name) for name in node.output]
+    for value in (*graph.input, *graph.output):
+        value.name = renames.get(value.name, value.name)
         first = value.type.tensor_type.shape.dim[0]
         first.Clear()
         first.dim_param = "batch"
-    dims = graph.output[0].type.tensor_type.shape.dim
-    if len(dims) == len(out_shape):
-        for dim, size in zip(dims[1:], out_shape[1:], strict=True):
-            dim.Clear()
-            dim.dim_value = int(size)
+    for value, shape in zip(graph.output, shapes, strict=True):
+        dims = value.type.tensor_type.shape.dim
+        if len(dims) == len(shape):
+            for dim, size in zip(dims[1:], shape[1:], strict=True):
+                dim.Clear()
+                dim.dim_value = int(size)
     del proto.metadata_props[:]
     for key, value in sorted(metadata.items()):
         entry = proto.metadata_props.add()
@@ -109,23 +125,28 @@ def onnx_metadata(path: str | Path) -> dict[str, str]:
     return {entry.key: entry.value for entry in proto.metadata_props}
 
 
-def parity(model: Any, onnx_path: str | Path, inputs: np.ndarray) -> dict[str, Any]:
-    """Keras direct-call outputs vs onnxruntime outputs on the same inputs."""
+def parity(model: Any, onnx_path: str | Path, inputs: Any) -> dict[str, Any]:
+    """Keras direct-call outputs vs onnxruntime outputs on the same inputs (every output)."""
     from agents.onnx_runtime import session
 
     runner = session(onnx_path)
-    name = runner.get_inputs()[0].name
-    expected = keras_outputs(model, inputs)
-    got = np.concatenate(
-        [runner.run(None, {name: inputs[i : i + 256]})[0] for i in range(0, len(inputs), 256)]
-    )
-    if got.shape != expected.shape:
-        return {"max_abs_diff": float("inf"), "shape_keras": list(expected.shape),
-                "shape_onnx": list(got.shape)}  # fmt: skip
-    diff = np.abs(got.astype(np.float64) - expected.astype(np.float64))
+    names = [i.name for i in runner.get_inputs()]
+    arrays = _as_list(inputs)
+    expected = _as_list(keras_outputs(model, inputs))
+    runs = [
+        runner.run(None, {n: a[i : i + 256] for n, a in zip(names, arrays, strict=True)})
+        for i in range(0, len(arrays[0]), 256)
+    ]
+    got = [np.concatenate([r[k] for r in runs]) for k in range(len(runs[0]))]
+    shapes_keras, shapes_onnx = [list(e.shape) for e in expected], [list(g.shape) for g in got]
+    if shapes_keras != shapes_onnx:
+        return {"max_abs_diff": float("inf"), "shape_keras": shapes_keras,
+                "shape_onnx": shapes_onnx}  # fmt: skip
+    pairs = zip(got, expected, strict=True)
+    diffs = [np.abs(g.astype(np.float64) - e.astype(np.float64)) for g, e in pairs]
     return {
-        "max_abs_diff": float(diff.max()) if diff.size else 0.0,
-        "mean_abs_diff": float(diff.mean()) if diff.size else 0.0,
+        "max_abs_diff": max((float(d.max()) for d in diffs if d.size), default=0.0),
+        "mean_abs_diff": float(np.mean([d.mean() for d in diffs if d.size] or [0.0])),
         "providers": list(runner.get_providers()),
     }
 
@@ -133,29 +154,36 @@ def parity(model: Any, onnx_path: str | Path, inputs: np.ndarray) -> dict[str, A
 def export_keras(
     model: Any,
     path: str | Path,
-    held_out: np.ndarray,
+    held_out: Any,
     metadata: dict[str, str],
-    input_name: str,
-    output_name: str,
+    input_name: Any,
+    output_name: Any,
     tolerance: float = TOLERANCE,
     opset: int = OPSET,
     report_path: str | Path | None = None,
 ) -> dict[str, Any]:
     """Writes `path` (ONNX) only if it matches Keras on `held_out`; returns the parity report.
 
-    The report (JSON, `report_path` or PATH.parity.json) records the difference, tolerance,
-    sample count, opset and names; a mismatch raises ModelError and leaves no ONNX file.
+    A model with several inputs or outputs passes lists: `held_out` one array per input, and
+    the names in the model's input and output order. The report (JSON, `report_path` or
+    PATH.parity.json) records the difference over every output, tolerance, sample count, opset
+    and names; a mismatch raises ModelError and leaves no ONNX file.
     """
     if opset < 17:
         raise ModelError(f"opset {opset} is too old; gridbots exports opset 17 or newer")
     path = Path(path)
     report_path = Path(report_path) if report_path else path.with_suffix(".parity.json")
     path.parent.mkdir(parents=True, exist_ok=True)
-    samples = np.asarray(held_out, dtype=np.float32)[:PARITY_SAMPLES]
-    if not len(samples):
+    several = isinstance(input_name, list | tuple)
+    arrays = [np.asarray(a, dtype=np.float32)[:PARITY_SAMPLES] for a in _as_list(held_out)]
+    if not len(arrays[0]):
         raise ModelError("export needs held-out inputs for its parity check; none were given")
+    samples = arrays if several else arrays[0]
     started = time.perf_counter()
-    out_shape = tuple(np.shape(keras_outputs(model, samples[:1])))
+    first = [a[:1] for a in arrays] if several else arrays[0][:1]
+    out_shape = [tuple(np.shape(o)) for o in _as_list(keras_outputs(model, first))]
+    if not isinstance(output_name, list | tuple):
+        out_shape = out_shape[0]
     proto = _convert(model, input_name, samples, opset)
     proto = _tidy(proto, input_name, output_name, metadata, out_shape)
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -165,13 +193,17 @@ def export_keras(
         report = {
             "passed": bool(check["max_abs_diff"] <= tolerance),
             "tolerance": tolerance,
-            "samples": len(samples),
+            "samples": len(arrays[0]),
             **check,
             "opset": max(o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")),
             "ir_version": int(proto.ir_version),
             "input": input_name,
             "output": output_name,
-            "input_shape": ["batch", *samples.shape[1:]],
+            "input_shape": (
+                [["batch", *a.shape[1:]] for a in arrays]
+                if several
+                else ["batch", *arrays[0].shape[1:]]
+            ),
             "artifact": str(path),
             "seconds": round(time.perf_counter() - started, 3),
         }

@@ -439,4 +439,5 @@ def _symmetries(self) -> list[tuple[np.ndarray, np.ndarray]]:
 
 Othello.board_codes = _board_codes
 Othello.symmetries = _symmetries
+Othello.action_cells = (1, 1)  # square a1..h8 = its cell, then the pass
 # ---- end of data hooks -------------------------------------------------------------------------
