@@ -29,6 +29,7 @@ FAMILIES = {
     "hmm": "models.hmm",
     "crf": "models.crf",
     "value-mlp": "models.value_mlp",
+    "playerzero": "models.playerzero",
 }
 
 #: artifact kinds and the file suffix each travels as

@@ -1,0 +1,137 @@
+"""The PlayerZero network: shapes from the game, masked policy head, training, ONNX export and
+the agents that play the exported file (a really trained model, tiny but real)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from agents import make
+from agents.base import AgentError
+from agents.pv_net import PolicyValueNet
+from engine import parse_game_spec
+from features.encode import planes
+from features.store import generate_dataset, load_dataset
+from models import playerzero
+from models.base import ModelError
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A scale-1 network trained on 60 games of MCTS self-play (about 20 s)."""
+    folder = tmp_path_factory.mktemp("pz")
+    options = {"x": 60, "agent": "mcts:sims=60", "shard_size": 60, "temperature_plies": 6}
+    generate_dataset(folder / "data", "connect4", "selfplay", options, seed=5)
+    game = parse_game_spec("connect4")
+    arrays = planes(load_dataset(folder / "data", "positions"), game, augment=True)
+    meta = {"encoding": "planes", "game": "connect4"}
+    params = {"scale": 1, "epochs": 6, "batch_size": 64, "learning_rate": 0.003, "seed": 1}
+    result = playerzero.train(arrays, meta, params, folder / "net")
+    return result, arrays
+
+
+def test_training_exports_a_parity_checked_policy_value_model(trained):
+    result, _ = trained
+    report = json.loads((result.artifact.parent / "parity.json").read_text())
+    assert report["passed"] and report["max_abs_diff"] <= 1e-4
+    assert report["input"] == ["planes", "mask"] and report["output"] == ["policy", "value"]
+    net = PolicyValueNet(parse_game_spec("connect4"), result.artifact)
+    assert net.meta["gridbots.kind"] == "policy-value" and net.meta["gridbots.scale"] == "1"
+    assert result.metrics["parameters"] > 0 and "held_out_policy_loss" in result.metrics
+
+
+def test_the_policy_is_zero_on_illegal_moves_and_the_value_in_range(trained):
+    result, _ = trained
+    game = parse_game_spec("connect4")
+    state = game.state_from_history(game.parse_moves("444444"))  # column 4 full
+    net = PolicyValueNet(game, result.artifact)
+    mask = state.legal_actions_mask().astype(np.float32)
+    policy, value = net(state.observation_tensor()[None], mask[None])
+    assert policy[0, 3] == 0.0 and np.isclose(policy[0].sum(), 1.0, atol=1e-5)
+    assert -1.0 <= value[0] <= 1.0
+
+
+def test_it_learned_what_its_teacher_plays(trained):
+    """MCTS opens in the centre (the solver's only winning first move); the net learned it, and
+    its held-out policy agrees with the search more often than a uniform guess would."""
+    result, _ = trained
+    game = parse_game_spec("connect4")
+    net = PolicyValueNet(game, result.artifact)
+    state = game.new_initial_state()
+    mask = state.legal_actions_mask().astype(np.float32)[None]
+    policy, _ = net(state.observation_tensor()[None], mask)
+    assert int(np.argmax(policy[0])) == 3
+    assert result.metrics["held_out_policy_accuracy"] > 1.5 / 7
+
+
+def test_agents_play_the_exported_file(trained):
+    result, _ = trained
+    game = parse_game_spec("connect4")
+    for spec in (f"onnx:{result.artifact}:sims=20", f"puct:model={result.artifact},sims=20",
+                 f"policy:model={result.artifact}"):  # fmt: skip
+        state = game.new_initial_state()
+        while not state.is_terminal():
+            state.apply_action(make(spec, game, seed=0).step(state))
+
+
+def test_warm_start_continues_from_saved_weights(trained, tmp_path):
+    result, arrays = trained
+    meta = {"encoding": "planes", "game": "connect4"}
+    warm = result.artifact.parent / playerzero.WEIGHTS_FILE
+    params = {"scale": 1, "steps": 1, "learning_rate": 1e-9, "warm_start": str(warm)}
+    again = playerzero.train(arrays, meta, params, tmp_path)
+    game = parse_game_spec("connect4")
+    state = game.new_initial_state()
+    inputs = (state.observation_tensor()[None], state.legal_actions_mask()[None].astype("f4"))
+    before = PolicyValueNet(game, result.artifact)(*inputs)[0]
+    after = PolicyValueNet(game, again.artifact)(*inputs)[0]
+    assert np.allclose(before, after, atol=1e-3)  # a near-zero step keeps what was learned
+    with pytest.raises(ModelError, match="warm start"):
+        playerzero.train(arrays, meta, {"scale": 2, "steps": 1, "warm_start": str(warm)},
+                         tmp_path / "bad")  # fmt: skip
+
+
+def test_heads_follow_the_games_action_layout():
+    """Othello's squares are cells (a per-cell head and a pass logit); Connect 4's columns are not
+    (a dense head). A tactics-like layout of 30 ids per cell gets 30 filters per cell."""
+    keras = playerzero.keras_seeded(0)
+    params = {**playerzero.DEFAULTS}
+    othello = playerzero.describe_game(parse_game_spec("othello"))
+    model = playerzero.build(othello, 1, 8, params, keras)
+    assert model.get_layer("policy_cells").filters == 1
+    assert model.get_layer("policy_extra").units == 1
+    tactics_like = {"game": "t", "observation_shape": [4, 12, 12], "num_actions": 4320,
+                    "action_cells": [30, 0]}  # fmt: skip
+    model = playerzero.build(tactics_like, 1, 8, params, keras)
+    assert model.get_layer("policy_cells").filters == 30
+    x = np.zeros((2, 4, 12, 12), np.float32)
+    mask = np.zeros((2, 4320), np.float32)
+    mask[:, [5, (11 * 12 + 4) * 30 + 7]] = 1.0
+    logits, _ = model([x, mask], training=False)
+    probs = np.asarray(keras.ops.softmax(logits))
+    assert probs.shape == (2, 4320) and np.allclose(probs[:, [5, 4087]].sum(axis=1), 1.0)
+    c4 = playerzero.describe_game(parse_game_spec("connect4"))
+    model = playerzero.build(c4, 1, 8, params, keras)
+    assert model.get_layer("policy_dense").units == 7
+
+
+def test_bad_training_input_is_a_model_error(trained):
+    _, arrays = trained
+    with pytest.raises(ModelError, match="observation"):
+        playerzero.train(arrays, {"encoding": "planes", "game": "othello"}, {"steps": 1}, "/tmp")
+    with pytest.raises(ModelError, match="scale"):
+        playerzero.train(arrays, {"encoding": "planes", "game": "connect4"}, {"scale": 9}, "/tmp")
+    with pytest.raises(ModelError, match="planes encoding"):
+        playerzero.train(arrays, {"encoding": "board-onehot", "game": "connect4"}, {}, "/tmp")
+
+
+def test_a_corrupt_file_is_refused_in_one_line(tmp_path):
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"not a model")
+    with pytest.raises(AgentError, match="not a readable ONNX model"):
+        make(f"puct:model={bad}", parse_game_spec("connect4"))
