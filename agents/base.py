@@ -42,6 +42,7 @@ _BUILTIN_MODULES = (
     "agents.onnx_agent",
     "agents.neat_agent",
     "agents.td_agent",
+    "agents.puct",
 )
 
 

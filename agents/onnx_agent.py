@@ -2,9 +2,9 @@
 
 "sequence" → `seq:model=PATH` (options: guards); "value" → `alphabeta:eval=onnx:PATH`
 (options: depth, ms), except TD networks (family `td`) → `td:model=PATH` (options: select,
-epsilon, temperature); "neat" → `neat:genome=PATH` (any preset of its map size). The file's
-metadata, not its name, says what it is, so a registry artifact plays without the user knowing
-its family.
+epsilon, temperature); "neat" → `neat:genome=PATH` (any preset of its map size);
+"policy-value" → `puct:model=PATH` (options: sims, ms, c, batch, …). The file's metadata, not
+its name, says what it is, so a registry artifact plays without the user knowing its family.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from agents.base import Agent, AgentError, builder
 from engine.protocol import Game
 
-KINDS = ("sequence", "value", "neat")
+KINDS = ("sequence", "value", "neat", "policy-value")
 
 
 @builder("onnx")
@@ -45,6 +45,10 @@ def onnx_agent(game: Game, spec: str, seed: int | None = None, **options: str) -
         from agents.alphabeta import AlphaBetaAgent
 
         return AlphaBetaAgent(game, spec, seed=seed, eval=f"onnx:{path}", **options)
+    if kind == "policy-value":
+        from agents.puct import PUCTAgent
+
+        return PUCTAgent(game, spec, seed=seed, model=path, **options)
     raise AgentError(
         f"onnx: {path} has gridbots.kind={kind!r}; this agent plays {', '.join(KINDS)} models"
     )

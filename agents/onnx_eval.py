@@ -25,7 +25,7 @@ from engine.protocol import Game
 Encoder = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
-def open_session(path: str | Path) -> tuple[Any, dict[str, str]]:
+def open_session(path: str | Path, threads: int = 0) -> tuple[Any, dict[str, str]]:
     """(onnxruntime session, metadata_props) of an ONNX file; AgentError when unreadable."""
     from agents.onnx_runtime import session
 
@@ -33,7 +33,7 @@ def open_session(path: str | Path) -> tuple[Any, dict[str, str]]:
     if not path.is_file():
         raise AgentError(f"onnx: model file {path} not found")
     try:
-        runner = session(path)
+        runner = session(path, threads)
         meta = dict(runner.get_modelmeta().custom_metadata_map)
     except Exception as problem:  # onnxruntime's own exception types
         reason = str(problem).strip().splitlines()[0] if str(problem).strip() else type(problem)

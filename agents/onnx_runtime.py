@@ -50,10 +50,14 @@ def _probe_model() -> bytes:
     return model.SerializeToString()
 
 
-def session(path: str | Path):
-    """An inference session for an ONNX file on the chosen providers."""
+def session(path: str | Path, threads: int = 0):
+    """An inference session for an ONNX file on the chosen providers; `threads` > 0 caps the
+    CPU threads of one call (self-play workers run one each, side by side)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.log_severity_level = QUIET
+    if threads > 0:
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
     return ort.InferenceSession(str(path), sess_options=options, providers=list(providers()))

@@ -195,8 +195,8 @@ def test_bad_files_and_kinds(connect4, value_path, tmp_path):
         None,
         artifact_metadata("connect4", "x", "board-onehot", "policy-value"),
     )
-    with pytest.raises(AgentError, match="kind='policy-value'"):
-        make(f"onnx:{policy}", connect4)
+    with pytest.raises(AgentError, match=r"a policy-value network has inputs \['planes'"):
+        make(f"onnx:{policy}", connect4)  # labelled policy-value, but without planes and mask
     with pytest.raises(AgentError, match="not a value one"):
         make(f"alphabeta:eval=onnx:{policy}", connect4)
     with pytest.raises(AgentError, match="simultaneous"):

@@ -11,7 +11,13 @@ actions) in `positions.policy`, the per-action mean search values (when the agen
 Root noise: AlphaZero mixes Dirichlet(alpha) noise into the root's prior. Plain UCT has no prior,
 so here the noise is mixed with weight `eps` into the move-selection distribution instead (both
 phases: it perturbs the sampled and the greedy choice), which keeps self-play games diverse
-without touching the stored visit policy. Starting conditions are randomized by a seeded
+without touching the stored visit policy.
+
+Agents that can play many games at once (`self_play`, e.g. `puct:model=…`) get the whole shard:
+`parallel` games step together so that one network call evaluates one leaf of each, the noise
+goes into the root priors as in AlphaZero, and with `fast_sims` > 0 only a `full_share` of the
+moves get the full search and are recorded (playout-cap randomisation, KataGo); the others get
+`fast_sims` simulations and no record. Starting conditions are randomized by a seeded
 scenario per game plus `opening` random plies that never end the game (not recorded as
 positions). Chance outcomes are sampled and are not positions. Simultaneous games are refused:
 the search is turn-based.
@@ -50,6 +56,9 @@ PARAMS: dict[str, Any] = {
     "alpha": 0.3,  # Dirichlet concentration of the root noise
     "eps": 0.25,  # weight of the noise in the move-selection distribution (0: none)
     "opening": 0,  # random plies played before self-play starts
+    "parallel": 64,  # games in flight for agents that batch them (puct)
+    "fast_sims": 0,  # playout-cap randomisation for such agents: cheap search of most moves
+    "full_share": 0.25,  # share of fully searched (recorded) moves when fast_sims > 0
     "scenario": {},  # scenario options of every game
 }
 
@@ -74,6 +83,9 @@ def validate_params(game: Game, params: dict[str, Any]) -> dict[str, Any]:
     p["alpha"] = checked_number("selfplay", p, "alpha", float, 1e-6, None, DataError)
     p["eps"] = checked_number("selfplay", p, "eps", float, 0.0, 1.0, DataError)
     p["opening"] = checked_number("selfplay", p, "opening", int, 0, None, DataError)
+    p["parallel"] = checked_number("selfplay", p, "parallel", int, 1, None, DataError)
+    p["fast_sims"] = checked_number("selfplay", p, "fast_sims", int, 0, None, DataError)
+    p["full_share"] = checked_number("selfplay", p, "full_share", float, 0.0, 1.0, DataError)
     if not isinstance(p["scenario"], dict):
         raise DataError("selfplay: scenario must be a dict of scenario options")
     p["scenario"] = dict(p["scenario"])
@@ -153,6 +165,10 @@ def generate_shard(
     positions = PositionTable(game)
     specs = [p["agent"]] * game.num_players
     first, count = shard_units(p, shard)
+    batched = getattr(make(p["agent"], game, seed=seed), "self_play", None)
+    if callable(batched):
+        _batched_shard(game, batched, p, seed, range(first, first + count), games, positions)
+        return shard_tables(games, positions)
     for unit in range(first, first + count):
         scenario_seed, agent_seed, play_seed = game_seeds(seed, unit, 3)
         start = game.new_initial_state(seed=scenario_seed, **p["scenario"])
@@ -173,3 +189,27 @@ def generate_shard(
                 policy.astype(np.float32),
             )
     return shard_tables(games, positions)
+
+
+def _batched_shard(game, self_play, p, seed, units, games, positions) -> None:
+    """All games of a shard played together; rows added in unit order (deterministic ids)."""
+    from agents.puct import SelfPlaySettings
+
+    settings = SelfPlaySettings(
+        sims=0, fast_sims=p["fast_sims"], full_share=p["full_share"], parallel=p["parallel"],
+        temperature=p["temperature"], temperature_plies=p["temperature_plies"],
+        alpha=p["alpha"], eps=p["eps"],
+    )  # fmt: skip
+    seeds = [game_seeds(seed, unit, 3) for unit in units]
+    starts = [game.new_initial_state(seed=s[0], **p["scenario"]) for s in seeds]
+    rngs = [np.random.default_rng(s[2]) for s in seeds]
+    finished = dict((i, (final, decisions)) for i, final, decisions in
+                    self_play(starts, rngs, settings))  # fmt: skip
+    specs = [p["agent"]] * game.num_players
+    for i, (scenario_seed, _, _) in enumerate(seeds):
+        final, decisions = finished[i]
+        outcome = final.returns()
+        game_id = games.add(final.history(), outcome, scenario_seed, p["scenario"], specs)
+        for d in decisions:
+            positions.add(game_id, d.step, d.mover, d.state, d.action, outcome[d.mover],
+                          d.values, d.policy)  # fmt: skip

@@ -1,0 +1,152 @@
+"""PUCT search mechanics, checked with a network that knows nothing (uniform policy, value 0):
+whatever it finds comes from the search itself (terminal results backed up the tree)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents import make
+from agents.base import AgentError
+from agents.puct import SelfPlaySettings
+from agents.pv_net import write_uniform_network
+from engine import parse_game_spec
+from engine.match import play_game
+from engine.protocol import CHANCE
+
+
+@pytest.fixture(scope="module")
+def uniform(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("uniform")
+    return {
+        name: str(write_uniform_network(parse_game_spec(name), folder / f"{name}.onnx"))
+        for name in ("connect4", "othello", "pig")
+    }
+
+
+def c4(moves: str):
+    g = parse_game_spec("connect4")
+    return g, g.state_from_history(g.parse_moves(moves))
+
+
+def test_the_search_finds_the_win_and_the_block(uniform):
+    g, state = c4("121212")  # X to move wins with a fourth stone in column 1
+    agent = make(f"puct:model={uniform['connect4']},sims=400", g, seed=0)
+    assert agent.step(state) == 0
+    g, state = c4("12131")  # O to move must block column 1
+    assert agent.step(state) == 0
+
+
+def test_visits_add_up_and_virtual_loss_is_taken_back(uniform):
+    g, state = c4("44")
+    agent = make(f"puct:model={uniform['connect4']},sims=300,batch=8,reuse=0", g, seed=0)
+    f = agent.run(state)
+    kids = f.children(0)
+    assert int(f.visits[0, 0]) == 300
+    assert int(f.visits[0, kids].sum()) == 300 - 1  # the first walk evaluated the root itself
+    assert not f.virtual[0, : f.size[0]].any() and not f.pending[0, : f.size[0]].any()
+    assert np.isclose(f.prior[0, kids].sum(), 1.0)
+    # every expanded node's children sum to its visits minus the visit that expanded it
+    for node in np.flatnonzero(f.num_children[0, : f.size[0]] > 0):
+        kids = f.children(0, int(node))
+        assert f.visits[0, kids].sum() == f.visits[0, node] - 1
+
+
+def test_the_tree_is_kept_between_moves(uniform):
+    g, state = c4("")
+    agent = make(f"puct:model={uniform['connect4']},sims=200", g, seed=0)
+    first = agent.step(state)
+    kept = agent.search.forest.child_with_action(0, 0, first)
+    reply_node = agent.search.forest.child_with_action(0, kept, 3)
+    expected = int(agent.search.forest.visits[0, reply_node])
+    state.apply_action(first)
+    state.apply_action(3)
+    agent._prepare(state)
+    assert expected > 0 and int(agent.search.forest.visits[0, 0]) == expected
+    assert np.array_equal(agent.search.forest.roots[0], state.array)
+
+
+def test_chance_nodes_and_multi_action_turns(uniform):
+    g = parse_game_spec("pig:target=20")
+    agent = make(f"puct:model={uniform['pig']},sims=300", g, seed=1)
+    state = g.new_initial_state()
+    state.apply_action(0)  # roll: a chance node follows
+    assert state.current_player() == CHANCE
+    state.apply_action(4)  # a five: the player moves again (same mover)
+    f = agent.run(state)
+    roll = f.child_with_action(0, 0, 0)
+    assert f.mover[0, roll] == state.current_player()
+    faces = f.children(0, roll)  # the die: six outcomes, priors their probabilities
+    assert f.num_children[0, roll] == 6 and np.allclose(f.prior[0, faces], 1 / 6)
+    assert (f.mover[0, faces] == CHANCE).all()
+    assert agent.plan(state)[-1] in (0, 1)
+    final = play_game(g, [agent, make("random", g, seed=2)], seed=3)
+    assert final.is_terminal()
+
+
+def test_batched_self_play_is_legal_and_deterministic(uniform):
+    g = parse_game_spec("othello")
+    settings = SelfPlaySettings(sims=16, parallel=3, temperature_plies=4, alpha=0.5)
+
+    def run():
+        agent = make(f"puct:model={uniform['othello']},sims=16", g, seed=0)
+        starts = [g.new_initial_state(seed=i) for i in range(5)]
+        rngs = [np.random.default_rng(i) for i in range(5)]
+        return sorted(agent.self_play(starts, rngs, settings), key=lambda r: r[0])
+
+    first = run()
+    assert [i for i, _, _ in first] == list(range(5))
+    for _, final, decisions in first:
+        assert final.is_terminal() and decisions
+        replay = g.new_initial_state()
+        by_step = {d.step: d for d in decisions}
+        for step, action in enumerate(final.history()):
+            if step in by_step:
+                d = by_step[step]
+                assert np.array_equal(d.state, replay.array) and d.action == action
+                assert np.isclose(d.policy.sum(), 1.0)
+                assert set(np.flatnonzero(d.policy)) <= set(replay.legal_actions())
+            replay.apply_action(action)
+    second = run()
+    assert [f.history() for _, f, _ in first] == [f.history() for _, f, _ in second]
+
+
+def test_playout_cap_randomisation_records_only_full_searches(uniform):
+    g = parse_game_spec("connect4")
+    agent = make(f"puct:model={uniform['connect4']},sims=32", g, seed=0)
+    settings = SelfPlaySettings(sims=32, fast_sims=4, full_share=0.25, parallel=4, eps=0.0)
+    starts = [g.new_initial_state(seed=i) for i in range(8)]
+    rngs = [np.random.default_rng(i) for i in range(8)]
+    played = recorded = 0
+    for _, final, decisions in agent.self_play(starts, rngs, settings):
+        played += len(final.history())
+        recorded += len(decisions)
+    assert 0 < recorded < 0.6 * played  # about a quarter of the moves, never all
+
+
+@pytest.mark.parametrize(
+    "spec, words",
+    [
+        ("puct:model=/nowhere/net.onnx", "not found"),
+        ("puct:model={othello}", "trained for othello"),
+        ("puct:model={connect4},sims=0", "sims"),
+        ("puct:model={connect4},wat=1", "unknown option"),
+        ("policy:model={connect4}", "two-player turn-based"),
+    ],
+)
+def test_bad_models_and_options_are_one_clear_error(uniform, spec, words):
+    game = "lazerbike" if "turn-based" in words else "connect4"
+    with pytest.raises(AgentError, match=words):
+        make(spec.format(**uniform), parse_game_spec(game))
+
+
+def test_a_network_for_other_planes_or_actions_is_refused(uniform, tmp_path):
+    from engine.games.connect4 import Connect4
+
+    class Wider(Connect4):  # same name, more columns: planes and actions no longer fit
+        def _configure(self):
+            super()._configure()
+            self.num_actions, self.observation_shape = 9, (2, 6, 9)
+
+    with pytest.raises(AgentError, match="reads planes"):
+        make(f"puct:model={uniform['connect4']}", Wider())
