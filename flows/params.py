@@ -123,6 +123,30 @@ REQUIRED: dict[str, list[tuple[str, tuple[type, ...]]]] = {
         ("promote.seed", (int,)),
     ],
     "serve": [("serve.cron", (str,)), ("serve.timezone", (str,)), ("serve.name", (str,))],
+    # the PlayerZero loop of one game (flows/playerzero.py): params playerzero.<game>
+    "playerzero": [
+        ("mlflow.tracking_uri", (str,)),
+        ("promote.baseline", (str,)),
+        ("promote.games", (int,)),
+        ("promote.seed", (int,)),
+        *[
+            (f"playerzero.{{name}}.{key}", types)
+            for key, types in (
+                ("generations", (int,)),
+                ("seed", (int,)),
+                ("workers", (int,)),
+                ("window", (int,)),
+                ("networks", (list,)),
+                ("first", (dict,)),
+                ("selfplay", (dict,)),
+                ("train", (dict,)),
+                ("arena", (dict,)),
+                ("evaluate", (dict,)),
+                ("solved", (str,)),
+                ("validation", (dict,)),
+            )
+        ],
+    ],
 }
 
 

@@ -52,6 +52,8 @@ def tiny_profile() -> dict:
                       curve_opponents=["alphabeta:depth=1"])  # fmt: skip
     td["tournament"].update(games=2, opponents=["alphabeta:depth=1"])
     td["promote"] = {"baseline": "random", "games": 2}
+    # the PlayerZero stage runs, with no generation (tests/test_playerzero_loop.py runs some)
+    params["playerzero"]["connect4"].update(generations=0, evaluate={"baselines": []})
     return params
 
 
@@ -131,6 +133,8 @@ def test_repro_runs_the_chain_then_does_nothing_then_only_what_changed(repo):
     assert "## othello: TD learners (study 002)" in report and "(53)" in report
     lock = yaml.safe_load((root / "dvc.lock").read_text())
     assert "train-connect4@hmm" in lock["stages"] and "report" in lock["stages"]
+    assert "playerzero@connect4" in lock["stages"]
+    assert (root / "playerzero" / "connect4" / "state.json").is_file()
     # outputs were ignored up front: the run leaves nothing in git's view but its lock
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=root,
                             capture_output=True, text=True, check=True).stdout  # fmt: skip

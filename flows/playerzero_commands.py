@@ -1,0 +1,93 @@
+"""Commands of PlayerZero: the loop stage, and the Connect 4 solved-position set.
+
+gridbots stage playerzero GAME [--generations N]   the loop (what dvc.yaml runs)
+gridbots solved build [--count 1000] [--seed 2026] [--out FILE]
+gridbots solved rate SPEC [SPEC …] [--limit N] [--positions FILE] [--json]
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+solved_app = typer.Typer(
+    help="Connect 4 solved positions: build the set with the exact solver, rate agents on it.",
+    no_args_is_help=True,
+)
+
+
+def playerzero_stage(
+    game: Annotated[str, typer.Argument(help="A key of params playerzero (connect4, othello…).")],
+    params: Annotated[Path, typer.Option("--params", help="Parameters file.")] = Path(
+        "params.yaml"
+    ),
+    generations: Annotated[
+        int | None, typer.Option(min=0, help="Run up to this many generations (default: params).")
+    ] = None,
+):
+    """playerzero/GAME: self-play generations, training, arena, registry (resumable)."""
+    from flows.params import load_for
+    from flows.stage_commands import _quiet
+
+    _quiet()
+    settings = load_for("playerzero", None, game, params)
+    from flows.playerzero import playerzero_flow
+
+    result = playerzero_flow(Path("."), settings, game, generations)
+    best = (result["best"] or {}).get("path", "none")
+    typer.echo(f"playerzero/{game}: {result['generation']} generations; best {best}")
+
+
+@solved_app.command("build")
+def build(
+    count: Annotated[int, typer.Option(min=1, help="Positions in the set.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Seed of the random games.")] = 2026,
+    lo: Annotated[int, typer.Option(min=8, max=40, help="Fewest stones.")] = 12,
+    hi: Annotated[int, typer.Option(min=8, max=40, help="Most stones.")] = 34,
+    out: Annotated[Path | None, typer.Option(help="Output file (default: shipped set).")] = None,
+):
+    """Labels random middle/end positions with every column's exact score."""
+    from agents.c4bench import DEFAULT_FILE, build_positions, write_positions
+    from features.store import progress_bar
+
+    if lo > hi:
+        raise typer.BadParameter(f"--lo {lo} is above --hi {hi}")
+    with progress_bar("solving positions") as progress:
+        rows = build_positions(count, seed, lo, hi, progress)
+    typer.echo(str(write_positions(out or DEFAULT_FILE, rows)))
+
+
+@solved_app.command("rate")
+def rate(
+    specs: Annotated[list[str], typer.Argument(help="Agent specs (policy:model=… included).")],
+    positions: Annotated[Path | None, typer.Option(help="Set file (default: shipped).")] = None,
+    limit: Annotated[int, typer.Option(min=0, help="First N positions only (0: all).")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable.")] = False,
+):
+    """Optimal-move rate (best exact score) and outcome rate of agents on the solved set."""
+    from agents.c4bench import DEFAULT_FILE, agent_rate, read_positions
+    from features.store import progress_bar
+
+    rows = read_positions(positions or DEFAULT_FILE, limit)
+    results = []
+    for spec in specs:
+        with progress_bar(spec) as progress:
+            results.append(agent_rate(spec, rows, progress=progress))
+    if as_json:
+        typer.echo(json.dumps(results, indent=2))
+        return
+    for r in results:
+        typer.echo(
+            f"{r['spec']}: optimal {r['optimal_rate']:.3f}, outcome kept {r['outcome_rate']:.3f} "
+            f"on {r['positions']} positions, {r['ms_per_move_mean']:.1f} ms/move"
+        )
+
+
+def register(app: typer.Typer) -> None:
+    from flows.stage_commands import stage_app
+
+    stage_app.command("playerzero")(playerzero_stage)
+    app.add_typer(solved_app, name="solved")

@@ -1,0 +1,111 @@
+"""The arena: does a new network beat the best one? Seeded openings, sides swapped, sequential test.
+
+Games are played in pairs (one seeded opening, each side once, engine.tournament.play_pairing).
+After every pair the generalised sequential probability ratio test (the normal approximation
+chess engine testing uses) weighs H1 "the candidate is elo1 Elo better" against H0 "it is elo0
+better" with error rates alpha and beta: it accepts as soon as the log-likelihood ratio reaches
+log((1 - beta) / alpha), rejects at log(beta / (1 - alpha)), and otherwise plays on. When the
+game budget runs out first, the candidate is accepted only if the lower end of its score's 95%
+Wilson interval is above 0.5. Every decision comes with its evidence (W/D/L, score, interval,
+LLR, bounds, games).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from engine.tournament import MatchConfig, play_pairing, wilson_interval
+
+
+def expected_score(elo: float) -> float:
+    return 1.0 / (1.0 + 10.0 ** (-elo / 400.0))
+
+
+def sprt_llr(scores: list[float], elo0: float, elo1: float) -> float:
+    """GSPRT log-likelihood ratio of per-game scores (1, 0.5, 0) for H1: elo1 vs H0: elo0."""
+    n = len(scores)
+    if n < 2:
+        return 0.0
+    mean = float(np.mean(scores))
+    var = float(np.mean((np.asarray(scores) - mean) ** 2))
+    if var <= 0:
+        var = 1.0 / (4.0 * n)  # every game the same result: the variance of one flip in n
+    s0, s1 = expected_score(elo0), expected_score(elo1)
+    return n * (s1 - s0) * (2.0 * mean - s0 - s1) / (2.0 * var)
+
+
+@dataclass
+class ArenaResult:
+    candidate: str
+    best: str
+    accepted: bool
+    reason: str
+    games: int
+    wins: int
+    draws: int
+    losses: int
+    score: float
+    low: float
+    high: float
+    llr: float
+    bounds: tuple[float, float]
+    rows: list[dict[str, Any]] = field(default_factory=list, repr=False)
+
+    def evidence(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("rows")
+        return data
+
+
+def play_arena(
+    game: Any,
+    candidate: str,
+    best: str,
+    max_games: int,
+    seed: int = 0,
+    opening: int = 2,
+    elo0: float = 0.0,
+    elo1: float = 40.0,
+    alpha: float = 0.05,
+    beta: float = 0.05,
+    min_games: int = 6,
+    make_seat: Callable[..., Any] | None = None,
+    on_pair: Callable[[int, int], None] | None = None,
+) -> ArenaResult:
+    """Candidate vs best, pair by pair, until the sequential test decides or `max_games`."""
+    from agents import make
+
+    lower, upper = math.log(beta / (1.0 - alpha)), math.log((1.0 - beta) / alpha)
+    rows: list[dict[str, Any]] = []
+    llr, reason = 0.0, ""
+    pairs = max(1, max_games // 2)
+    for pair in range(pairs):
+        config = MatchConfig(games=2, seed=seed + pair, opening=opening)
+        rows += play_pairing(game, candidate, best, config, make_seat=make_seat or make)
+        if on_pair:
+            on_pair(pair + 1, pairs)
+        llr = sprt_llr([r["score_a"] for r in rows], elo0, elo1)
+        if len(rows) >= min_games and llr >= upper:
+            reason = "sprt: accepted"
+            break
+        if len(rows) >= min_games and llr <= lower:
+            reason = "sprt: rejected"
+            break
+    scores = [r["score_a"] for r in rows]
+    wins, draws = scores.count(1.0), scores.count(0.5)
+    score = float(np.mean(scores))
+    low, high = wilson_interval(score, len(scores))
+    if not reason:
+        reason = f"budget spent: 95% lower bound {low:.3f} {'>' if low > 0.5 else '<='} 0.5"
+        accepted = low > 0.5
+    else:
+        accepted = reason.endswith("accepted")
+    return ArenaResult(
+        candidate, best, accepted, reason, len(scores), wins, draws, len(scores) - wins - draws,
+        score, low, high, llr, (lower, upper), rows,
+    )  # fmt: skip

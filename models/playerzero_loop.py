@@ -1,0 +1,409 @@
+"""The PlayerZero loop: generations of self-play that train, test and register policy-value nets.
+
+Generation g, each step resumable (a step whose output exists is skipped, so a killed loop
+loses at most the step in flight and raising `generations` continues from the last one done):
+
+  1 self-play  gen-g/data             a features.store dataset (technique `selfplay`): g = 0 plain
+                                      MCTS (seed 001 §3.3.4), later PUCT with the best network,
+                                      `parallel` games per worker stepping together
+  2 validate   gen-g/validation.json  the dataset's validation suite, or the loop stops
+  3 encode     gen-g/encoded.npz      planes, mask, visit policy, outcome, plies left, root
+                                      values, under every symmetry of the game
+  4 train      networks/gG-sS/        every network of the curriculum (the coach and, while
+                                      there is one, a larger student; seed 001 §3.3.3) on the
+                                      last `window` generations, warm-started from its own
+                                      previous weights
+  5 arena      gen-g/arena.json       the student against the best network (when it wins it
+                                      becomes the coach), else the coach's new weights against
+                                      the best; models.arena's sequential test decides
+  6 evaluate   gen-g/evaluation.json  on a solved-position set (params `solved`): optimal-move
+                                      rate of the raw policy and of puct at a fixed budget; and
+                                      a match against a fixed yardstick (`evaluate.opponent`)
+  7 register   gen-g/summary.json     an accepted network becomes a version of
+                                      `<game>-playerzero` with its evidence; the promotion gate
+                                      decides `production`; state.json moves on
+
+A generation starts only while the loop's wall-clock (`hours`, 0: no limit) leaves room for one
+more as long as the last one took. The helpers here are plain functions; flows/playerzero.py
+wraps the whole loop as one Prefect flow with MLflow runs (one parent run per loop, one nested
+run per generation).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from models.base import ModelError
+
+GEN_BITS = 40  # game ids of generation g are offset by g << GEN_BITS (unique in the window)
+Echo = Callable[[str], None]
+
+
+class LoopError(ModelError):
+    """The loop cannot go on (a dataset failed validation, a parameter is wrong): exit 2."""
+
+
+# ---- files -------------------------------------------------------------------------------------
+def write_json(path: Path, data: Any) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(temp, path)
+    return path
+
+
+def read_json(path: Path, default: Any = None) -> Any:
+    path = Path(path)
+    return json.loads(path.read_text()) if path.is_file() else default
+
+
+def gen_dir(root: Path, g: int) -> Path:
+    return Path(root) / f"gen-{g:03d}"
+
+
+def network_dir(root: Path, g: int, scale: int) -> Path:
+    return Path(root) / "networks" / f"g{g:03d}-s{scale}"
+
+
+def new_state(params: dict[str, Any]) -> dict[str, Any]:
+    scales = [int(s) for s in params["networks"]]
+    return {
+        "generation": 0,  # generations finished
+        "best": None,  # {"path", "scale", "generation"}; None: MCTS plays generation 0
+        "coach": scales[0],
+        "students": scales[1:],  # the curriculum still to come, next student first
+        "latest": {},  # scale → weights file of its newest network
+        "version": None,  # newest registered version
+        "seconds": 0.0,  # wall-clock of finished generations
+        "history": [],  # one summary per generation
+    }
+
+
+# ---- 1 self-play -------------------------------------------------------------------------------
+def selfplay_options(params: dict[str, Any], state: dict[str, Any], root: Path) -> dict:
+    """The selfplay technique's options for the next generation."""
+    workers = int(params.get("workers", 1))
+    if state["best"] is None:
+        first = dict(params["first"])
+        options = {"x": int(first.pop("games")), "agent": str(first.pop("agent")), **first}
+        return options
+    sp = dict(params["selfplay"])
+    model = (Path(root) / state["best"]["path"]).resolve()
+    agent = (
+        f"puct:model={model},sims={int(sp.pop('sims'))},c={float(sp.pop('c'))},"
+        f"fpu={float(sp.pop('fpu'))},threads={1 if workers > 1 else 0}"
+    )
+    return {"x": int(sp.pop("games")), "agent": agent, **sp}
+
+
+def self_play(root: Path, game_spec: str, params: dict, state: dict, g: int,
+              progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:  # fmt: skip
+    """Generation g's games (resumed shard by shard); summary with positions per second."""
+    from features.errors import DataError
+    from features.store import generate_dataset, read_manifest
+
+    folder = gen_dir(root, g) / "data"
+    options = selfplay_options(params, state, root)
+    seed = int(params["seed"]) * 1000 + g
+    workers = int(params.get("workers", 1))
+    try:
+        manifest = generate_dataset(folder, game_spec, "selfplay", options, seed, workers,
+                                    progress)  # fmt: skip
+    except DataError as error:
+        if "another command" not in str(error) or read_manifest(folder).get("complete"):
+            raise
+        shutil.rmtree(folder)  # an unfinished generation made with other settings: start over
+        manifest = generate_dataset(folder, game_spec, "selfplay", options, seed, workers,
+                                    progress)  # fmt: skip
+    seconds = float(manifest["timings"]["seconds"])
+    positions = int(manifest["counts"]["positions"])
+    return {
+        "agent": options["agent"],
+        "games": int(manifest["counts"]["games"]),
+        "positions": positions,
+        "seconds": seconds,
+        "positions_per_s": positions / seconds if seconds else 0.0,
+        "content_hash": manifest["content_hash"],
+    }
+
+
+# ---- 2 validate, 3 encode ----------------------------------------------------------------------
+def validate(root: Path, g: int, validation: dict[str, Any]) -> dict[str, Any]:
+    from features.validate import validate_dataset
+
+    path = gen_dir(root, g) / "validation.json"
+    if path.is_file():
+        return read_json(path)
+    report = validate_dataset(gen_dir(root, g) / "data", sample=int(validation["sample"]),
+                              seed=int(validation["seed"]), docs=False, write=False)  # fmt: skip
+    if not report.success:
+        raise LoopError(f"generation {g}: self-play data failed validation: {report.summary()}")
+    return read_json(write_json(path, {"success": True, "summary": report.summary()}))
+
+
+def encode(root: Path, g: int, game: Any) -> Path:
+    """gen-g/encoded.npz: the planes encoding plus plies left, under every symmetry."""
+    from features.encode import planes, save
+    from features.store import load_dataset, read_manifest
+    from features.symmetry import augment
+
+    out = gen_dir(root, g) / "encoded.npz"
+    if out.is_file():
+        return out
+    folder = gen_dir(root, g) / "data"
+    positions = load_dataset(folder, "positions")
+    games = load_dataset(folder, "games")
+    arrays = planes(positions, game)
+    lengths = dict(zip(games.column("game_id").to_pylist(), games.column("length").to_pylist(),
+                       strict=True))  # fmt: skip
+    ply = positions.column("ply").to_numpy()
+    arrays["plies_left"] = np.array(
+        [lengths[i] - p for i, p in zip(arrays["game_id"].tolist(), ply.tolist(), strict=True)],
+        dtype=np.int16,
+    )
+    arrays["game_id"] = arrays["game_id"] + (np.int64(g) << GEN_BITS)
+    arrays = augment(arrays, game)
+    meta = {"encoding": "planes", "game": game.spec(), "generation": g,
+            "manifest_hash": read_manifest(folder)["content_hash"],
+            "rows": len(arrays["planes"])}  # fmt: skip
+    temp = out.with_name(f".{out.stem}.{os.getpid()}.tmp.npz")
+    try:
+        save(arrays, meta, temp)
+        os.replace(temp, out)
+    finally:
+        temp.unlink(missing_ok=True)
+    return out
+
+
+def replay_window(root: Path, g: int, window: int) -> tuple[dict[str, np.ndarray], dict]:
+    """The encoded rows of generations max(0, g - window + 1) … g, concatenated."""
+    from features.encode import load
+
+    parts, meta = [], {}
+    for k in range(max(0, g - window + 1), g + 1):
+        arrays, meta = load(gen_dir(root, k) / "encoded.npz")
+        parts.append(arrays)
+    keys = [k for k in parts[-1] if all(k in p for p in parts)]
+    joined = {k: np.concatenate([p[k] for p in parts]) for k in keys}
+    return joined, {**meta, "generations": list(range(max(0, g - window + 1), g + 1))}
+
+
+# ---- 4 train -----------------------------------------------------------------------------------
+def train_network(root: Path, g: int, scale: int, params: dict, state: dict,
+                  progress: Callable | None = None) -> dict[str, Any]:  # fmt: skip
+    """networks/g{g+1}-s{scale}: trained on the window, warm-started from its scale's newest."""
+    from models import playerzero
+
+    folder = network_dir(root, g + 1, scale)
+    if (folder / "run.json").is_file():
+        return read_json(folder / "run.json")
+    arrays, meta = replay_window(root, g, int(params["window"]))
+    warm = state["latest"].get(str(scale), "")
+    settings = {**params["train"], "scale": scale, "seed": int(params["seed"]) + g,
+                "warm_start": str(Path(root) / warm) if warm else ""}  # fmt: skip
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        result = playerzero.train(arrays, meta, settings, scratch, progress)
+        summary = {
+            "generation": g + 1,
+            "scale": scale,
+            "params": result.params,
+            "metrics": result.metrics,
+            "history": result.history,
+            "rows": len(arrays["planes"]),
+            "window": meta["generations"],
+            "model": str(folder.relative_to(root) / "model.onnx"),
+            "weights": str(folder.relative_to(root) / playerzero.WEIGHTS_FILE),
+        }
+        write_json(scratch / "run.json", summary)
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(scratch, folder)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return summary
+
+
+# ---- 5 arena, 6 evaluate -----------------------------------------------------------------------
+def puct_spec(root: Path, model: str, sims: int, c: float, fpu: float) -> str:
+    return f"puct:model={(Path(root) / model).resolve()},sims={sims},c={c},fpu={fpu}"
+
+
+def arena(root: Path, g: int, game: Any, candidate: dict, params: dict, state: dict,
+          on_pair: Callable | None = None) -> dict[str, Any]:  # fmt: skip
+    """Candidate vs best (vs the generation-0 agent while there is no network yet)."""
+    from models.arena import play_arena
+
+    path = gen_dir(root, g) / f"arena-s{candidate['scale']}.json"
+    if path.is_file():
+        return read_json(path)
+    a = params["arena"]
+    sims, c, fpu = int(a["sims"]), float(params["selfplay"]["c"]), float(params["selfplay"]["fpu"])
+    spec = puct_spec(root, candidate["model"], sims, c, fpu)
+    if state["best"] is None:
+        opponent = str(params["first"]["agent"])
+    else:
+        opponent = puct_spec(root, state["best"]["path"], sims, c, fpu)
+    result = play_arena(
+        game, spec, opponent, int(a["games"]), seed=int(a.get("seed", 0)) + 1000 * g,
+        opening=int(a["opening"]), elo0=float(a.get("elo0", 0.0)), elo1=float(a["elo1"]),
+        min_games=int(a.get("min_games", 6)), on_pair=on_pair,
+    )  # fmt: skip
+    evidence = result.evidence()
+    if state["best"] is None:  # the first network always replaces plain MCTS as the player
+        evidence.update(accepted=True, reason=f"first network ({evidence['reason']})")
+    evidence["scale"] = candidate["scale"]
+    return read_json(write_json(path, evidence))
+
+
+def evaluate(root: Path, g: int, game: Any, model: str, params: dict) -> dict[str, Any]:
+    """Optimal-move rates on the solved-position set (empty when params name none)."""
+    path = gen_dir(root, g) / "evaluation.json"
+    if path.is_file():
+        return read_json(path)
+    solved = params.get("solved") or ""
+    result: dict[str, Any] = {"model": model}
+    if solved:
+        from agents.c4bench import agent_rate, policy_rate, read_positions
+        from agents.pv_net import PolicyValueNet
+
+        e = params["evaluate"]
+        rows = read_positions(Path(solved))
+        net = PolicyValueNet(game, (Path(root) / model).resolve())
+        result["policy"] = policy_rate(net, rows)
+        sp = params["selfplay"]
+        spec = puct_spec(root, model, int(e["sims"]), float(sp["c"]), float(sp["fpu"]))
+        result["puct"] = agent_rate(spec, rows[: int(e["positions"])])
+    e = params.get("evaluate", {})
+    if e.get("opponent") and int(e.get("games", 0)) >= 2:  # a fixed yardstick, every generation
+        from engine.tournament import MatchConfig, play_pairing, summarize_pairing
+
+        sp = params["selfplay"]
+        spec = puct_spec(root, model, int(e["sims"]), float(sp["c"]), float(sp["fpu"]))
+        config = MatchConfig(games=int(e["games"]), seed=10_000 + g,
+                             opening=int(params["arena"]["opening"]))  # fmt: skip
+        summary = summarize_pairing(play_pairing(game, spec, str(e["opponent"]), config))
+        result["match"] = {k: summary[k] for k in ("spec_b", "games", "wins", "draws", "losses",
+                                                   "score", "score_low", "score_high")}  # fmt: skip
+    return read_json(write_json(path, result))
+
+
+# ---- one generation ----------------------------------------------------------------------------
+def curriculum_step(root: Path, g: int, game: Any, params: dict, state: dict, echo: Echo,
+                    progress: Callable | None = None) -> tuple[dict, dict, dict]:  # fmt: skip
+    """Trains coach (and student), plays the arena(s): (trained runs, arena evidence, new state
+    fields). The student replaces the coach when it beats the best network."""
+    runs = {"coach": train_network(root, g, state["coach"], params, state, progress)}
+    echo(f"generation {g}: coach s{state['coach']} trained, {_brief(runs['coach'])}")
+    if state["students"]:
+        runs["student"] = train_network(root, g, state["students"][0], params, state, progress)
+        echo(f"generation {g}: student s{state['students'][0]} trained")
+    changes: dict[str, Any] = {"latest": dict(state["latest"])}
+    for run in runs.values():
+        changes["latest"][str(run["scale"])] = run["weights"]
+    fought: dict[str, Any] = {}
+    if "student" in runs and state["best"] is not None:
+        fought["student"] = arena(root, g, game, runs["student"], params, state)
+        echo(f"generation {g}: student arena {_verdict(fought['student'])}")
+        if fought["student"]["accepted"]:
+            changes.update(coach=state["students"][0], students=state["students"][1:])
+            changes["best"] = _best(runs["student"])
+            return runs, fought, changes
+    fought["coach"] = arena(root, g, game, runs["coach"], params, state)
+    echo(f"generation {g}: coach arena {_verdict(fought['coach'])}")
+    if fought["coach"]["accepted"]:
+        changes["best"] = _best(runs["coach"])
+    return runs, fought, changes
+
+
+def _best(run: dict[str, Any]) -> dict[str, Any]:
+    return {"path": run["model"], "scale": run["scale"], "generation": run["generation"]}
+
+
+def _brief(run: dict[str, Any]) -> str:
+    m = run["metrics"]
+    return (
+        f"policy acc {m.get('held_out_policy_accuracy', float('nan')):.3f}, value loss "
+        f"{m.get('held_out_value_loss', float('nan')):.3f} on {run['rows']} rows"
+    )
+
+
+def _verdict(evidence: dict[str, Any]) -> str:
+    return (
+        f"{'accepted' if evidence['accepted'] else 'rejected'}: {evidence['wins']}-"
+        f"{evidence['draws']}-{evidence['losses']}, score {evidence['score']:.3f} "
+        f"[{evidence['low']:.3f}, {evidence['high']:.3f}] ({evidence['reason']})"
+    )
+
+
+def load_state(root: Path, params: dict[str, Any]) -> dict[str, Any]:
+    state = read_json(Path(root) / "state.json")
+    return state if state is not None else new_state(params)
+
+
+def commit(root: Path, g: int, state: dict, changes: dict, summary: dict) -> dict[str, Any]:
+    """Generation g is done: its summary and the loop state, each written atomically."""
+    write_json(gen_dir(root, g) / "summary.json", summary)
+    state = {**state, **changes}
+    state["generation"] = g + 1
+    state["seconds"] = float(state["seconds"]) + float(summary["seconds"])
+    state["history"] = [*state["history"], summary]
+    write_json(Path(root) / "state.json", state)
+    write_curve(root, state["history"])
+    return state
+
+
+CURVE_KEYS = (
+    ("generation", "generation"),
+    ("hours", "hours"),
+    ("selfplay_positions_per_s", "selfplay.positions_per_s"),
+    ("policy_accuracy", "train.held_out_policy_accuracy"),
+    ("value_loss", "train.held_out_value_loss"),
+    ("arena_score", "arena.score"),
+    ("accepted", "arena.accepted"),
+    ("optimal_rate_policy", "evaluation.policy.optimal_rate"),
+    ("optimal_rate_puct", "evaluation.puct.optimal_rate"),
+    ("puct_ms_per_move", "evaluation.puct.ms_per_move_mean"),
+    ("match_score", "evaluation.match.score"),
+)
+
+
+def flat_value(summary: dict[str, Any], dotted: str) -> Any:
+    value: Any = summary
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return float(value) if isinstance(value, bool | int | float) else value
+
+
+def write_curve(root: Path, history: list[dict[str, Any]]) -> Path:
+    """curve.csv (one row per generation) and metrics.json (the newest row)."""
+    lines = [",".join(name for name, _ in CURVE_KEYS)]
+    rows = []
+    for summary in history:
+        row = {name: flat_value(summary, key) for name, key in CURVE_KEYS}
+        rows.append(row)
+        lines.append(",".join("" if v is None else f"{v:.6g}" for v in row.values()))
+    path = Path(root) / "curve.csv"
+    temp = path.with_name(".curve.csv.tmp")
+    temp.write_text("\n".join(lines) + "\n")
+    os.replace(temp, path)
+    write_json(Path(root) / "metrics.json", {k: v for k, v in rows[-1].items() if v is not None})
+    return path
+
+
+def timer() -> Callable[[], float]:
+    started = time.perf_counter()
+    return lambda: time.perf_counter() - started

@@ -1,0 +1,102 @@
+"""The solved Connect 4 positions and the optimal-move rate, checked against the exact solver."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents.base import Agent
+from agents.c4bench import (
+    DEFAULT_FILE,
+    Labelled,
+    agent_rate,
+    build_positions,
+    read_positions,
+    write_positions,
+)
+from agents.c4solver import Connect4Solver
+from engine.protocol import GameError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_shipped_set_has_a_thousand_distinct_labelled_positions():
+    rows = read_positions(DEFAULT_FILE)
+    assert len(rows) >= 1000 and len({r.moves for r in rows}) == len(rows)
+    for row in rows:
+        stones = len(row.moves)
+        playable = [s for s in row.scores if s is not None]
+        assert 12 <= stones <= 34
+        assert max(playable) < (43 - stones) // 2  # the side to move has no immediate win
+        assert len(set(playable)) > 1  # not every legal move is optimal
+
+
+def test_labels_agree_with_the_solver_on_a_sample():
+    rows = read_positions(DEFAULT_FILE)
+    solver = Connect4Solver()
+    for i in np.random.default_rng(7).choice(len(rows), 12, replace=False):
+        assert tuple(solver.analyze(rows[i].moves)) == rows[i].scores
+
+
+def test_a_hand_worked_position():
+    """X: 1, 1, 1 and O: 2, 3 with O to move: every column but 1 lets X win next move."""
+    solver = Connect4Solver()
+    scores = solver.analyze([0, 1, 0, 2, 0])
+    assert scores[0] is not None and scores[0] == max(s for s in scores if s is not None)
+    assert all(s == -18 for s in scores[1:])  # X wins with its 4th stone, 18 cells left
+    labelled = Labelled((0, 1, 0, 2, 0), tuple(scores))
+    assert labelled.optimal(0) and not labelled.optimal(3) and not labelled.keeps_outcome(3)
+
+
+def test_building_is_deterministic_and_round_trips(tmp_path):
+    first = build_positions(count=6, seed=3, lo=20, hi=24)
+    assert first == build_positions(count=6, seed=3, lo=20, hi=24)
+    path = write_positions(tmp_path / "set.txt", first)
+    assert read_positions(path) == first
+    path.write_text("1234 1 2 3\n")
+    with pytest.raises(GameError, match=r"set\.txt:1"):
+        read_positions(path)
+
+
+class Oracle(Agent):
+    """Plays the solver's best (or worst) column: the rate's two ends."""
+
+    def __init__(self, game, spec, seed=None, worst=False):
+        super().__init__(game, spec, seed)
+        self.solver, self.worst = Connect4Solver(), worst
+
+    def step(self, state, player=None):
+        scores = self.solver.analyze(state.history())
+        legal = [c for c, s in enumerate(scores) if s is not None]
+        pick = min if self.worst else max
+        return pick(legal, key=lambda c: scores[c])
+
+
+def test_the_rate_is_one_for_perfect_play_and_zero_for_the_worst():
+    rows = read_positions(DEFAULT_FILE, limit=40)
+    best = agent_rate("oracle", rows, make_agent=lambda s, g, seed: Oracle(g, s))
+    worst = agent_rate("oracle", rows, make_agent=lambda s, g, seed: Oracle(g, s, worst=True))
+    assert best["optimal_rate"] == 1.0 and best["outcome_rate"] == 1.0
+    assert worst["optimal_rate"] == 0.0
+    assert 0.05 < agent_rate("random", rows)["optimal_rate"] < 0.6
+
+
+def test_cli_rates_agents_and_refuses_bad_ones():
+    def gridbots(*args):
+        return subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True,
+                              text=True, cwd=REPO, env=dict(os.environ), timeout=300)  # fmt: skip
+
+    done = gridbots("solved", "rate", "random", "alphabeta:depth=2", "--limit", "30", "--json")
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout)
+    assert [r["positions"] for r in results] == [30, 30]
+    assert results[1]["optimal_rate"] > results[0]["optimal_rate"]
+    bad = gridbots("solved", "rate", "puct:model=/missing.onnx", "--limit", "3")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert "not found" in bad.stderr

@@ -1,0 +1,146 @@
+"""The PlayerZero loop end to end at toy size: killed mid-generation, it loses only that
+generation's unfinished step; run again it finishes; raising `generations` continues it; the
+accepted networks are registered with their evidence and face the promotion gate."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore")]
+
+
+def toy_params() -> dict:
+    return {
+        "mlflow": {"tracking_uri": "sqlite:///mlflow.db"},
+        "promote": {"baseline": "random", "games": 2, "seed": 0},
+        "playerzero": {
+            "connect4": {
+                "spec": "connect4",
+                "generations": 2,
+                "seed": 0,
+                "workers": 1,
+                "window": 2,
+                "networks": [1, 2],
+                "first": {"agent": "mcts:sims=30", "games": 8, "shard_size": 4},
+                "selfplay": {"games": 8, "shard_size": 4, "sims": 8, "c": 1.5, "fpu": 0.25,
+                             "parallel": 4, "temperature_plies": 4, "alpha": 1.0, "eps": 0.25},
+                "train": {"steps": 8, "batch_size": 32, "discount": 0.98},
+                "arena": {"games": 2, "sims": 8, "opening": 2, "elo1": 40, "min_games": 2},
+                "evaluate": {"sims": 8, "positions": 10, "baselines": ["random"]},
+                "solved": str(REPO / "agents" / "data" / "connect4_solved_positions.txt"),
+                "validation": {"sample": 10, "seed": 0},
+            }
+        },
+    }  # fmt: skip
+
+
+def start(root: Path, generations: int) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "PREFECT_"))}
+    env.update(PYTHONPATH=str(REPO), GRIDBOTS_MODEL_CACHE=str(root / ".cache"),
+               MLFLOW_DISABLE_TELEMETRY="1", DO_NOT_TRACK="1")  # fmt: skip
+    command = [sys.executable, "-m", "flows.cli", "stage", "playerzero", "connect4",
+               "--generations", str(generations)]  # fmt: skip
+    return subprocess.Popen(
+        command, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, start_new_session=True,
+    )  # fmt: skip
+
+
+def finish(process: subprocess.Popen) -> str:
+    out, _ = process.communicate(timeout=900)
+    assert process.returncode == 0, out[-4000:]
+    return out
+
+
+def test_killed_resumed_continued_and_registered(tmp_path):
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(toy_params()))
+    home = tmp_path / "playerzero" / "connect4"
+    first = start(tmp_path, 2)
+    deadline = time.time() + 900
+    while not (home / "gen-001" / "data").is_dir():  # generation 0 done, 1 in flight
+        assert first.poll() is None, first.communicate()[0][-4000:]
+        assert time.time() < deadline
+        time.sleep(0.5)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    state = json.loads((home / "state.json").read_text())
+    assert state["generation"] == 1 and state["best"]["path"] == "networks/g001-s1/model.onnx"
+    kept = {p: p.stat().st_mtime_ns for p in (home / "gen-000").rglob("*") if p.is_file()}
+    kept |= {p: p.stat().st_mtime_ns for p in (home / "networks").rglob("*") if p.is_file()}
+
+    finish(start(tmp_path, 2))
+    state = json.loads((home / "state.json").read_text())
+    assert state["generation"] == 2 and len(state["history"]) == 2
+    assert all(p.stat().st_mtime_ns == t for p, t in kept.items())  # generation 0 untouched
+    rows = (home / "curve.csv").read_text().splitlines()
+    assert len(rows) == 3 and rows[0].startswith("generation,hours")
+    assert (tmp_path / "metrics" / "playerzero" / "connect4.json").is_file()
+    report = (home / "report.md").read_text()
+    assert "| `random` |" in report and (home / "report.png").is_file()
+
+    again = finish(start(tmp_path, 2))  # nothing left to do
+    assert "2 generations" in again
+    assert json.loads((home / "state.json").read_text())["history"] == state["history"]
+
+    finish(start(tmp_path, 3))  # raising generations continues from the last one
+    state = json.loads((home / "state.json").read_text())
+    assert state["generation"] == 3 and (home / "gen-002" / "summary.json").is_file()
+    first_summary = state["history"][0]
+    assert first_summary["registry"]["version"] == "1"  # the first network is always accepted
+    assert first_summary["registry"]["promotion"]["opponent"] == "random"
+    evidence = state["history"][0]["evaluation"]
+    assert evidence["policy"]["positions"] == 1000 and evidence["puct"]["positions"] == 10
+
+    def move(spec: str) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+        env.update(PYTHONPATH=str(REPO), GRIDBOTS_MODEL_CACHE=str(tmp_path / ".cache"))
+        return subprocess.run([sys.executable, "-m", "flows.cli", "move", "connect4", spec,
+                               "--moves", "44"], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=300)  # fmt: skip
+
+    for spec in ("registry:connect4-playerzero@production:sims=16",
+                 "puct:model=registry:connect4-playerzero/1,sims=16"):  # fmt: skip
+        played = move(spec)
+        assert played.returncode == 0 and played.stdout.strip() in "1234567", played.stderr
+    refusals = (
+        ("puct:model=registry:connect4-playerzero@staging", "no alias @staging"),
+        ("policy:model=registry:connect4-nothing@production", "no registered"),
+    )
+    for spec, words in refusals:
+        refused = move(spec)
+        assert refused.returncode == 2 and words in refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_the_stage_refuses_missing_parameters_in_one_line(tmp_path):
+    params = toy_params()
+    del params["playerzero"]["connect4"]["arena"]
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    done = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "stage", "playerzero", "connect4"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "playerzero.connect4.arena" in done.stderr
+
+
+def test_both_profiles_define_complete_loops():
+    from flows.params import check, load
+
+    for profile in ("params.yaml", "params-full.yaml"):
+        params = load(REPO / profile)
+        for game in params["playerzero"]:
+            assert check(params, "playerzero", None, game)
+    full = load(REPO / "params-full.yaml")["playerzero"]
+    assert set(full) >= {"connect4", "othello"} and all(p["hours"] == 2.0 for p in full.values())
