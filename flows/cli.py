@@ -225,7 +225,7 @@ COMMAND_MODULES = (
     "flows.dataset_commands",
     "flows.model_commands",
     "flows.stage_commands",
-    "flows.playerzero_commands",
+    "flows.solved_commands",
 )
 _register_command_groups()
 

@@ -123,7 +123,7 @@ REQUIRED: dict[str, list[tuple[str, tuple[type, ...]]]] = {
         ("promote.seed", (int,)),
     ],
     "serve": [("serve.cron", (str,)), ("serve.timezone", (str,)), ("serve.name", (str,))],
-    # the PlayerZero loop of one game (flows/playerzero.py): params playerzero.<game>
+    # the PlayerZero loop of one game (flows/stages/playerzero.py): params playerzero.<game>
     "playerzero": [
         ("mlflow.tracking_uri", (str,)),
         ("promote.baseline", (str,)),

@@ -145,6 +145,22 @@ def study(game: GAME, params: PARAMS = DEFAULT_PARAMS):
     typer.echo(str(study_flow(ROOT, _load("study", game, None, params))))
 
 
+@stage_app.command("playerzero")
+def playerzero(
+    game: Annotated[str, typer.Argument(help="A key of params playerzero (connect4, othello…).")],
+    params: PARAMS = DEFAULT_PARAMS,
+    generations: Annotated[
+        int | None, typer.Option(min=0, help="Run up to this many generations (default: params).")
+    ] = None,
+):
+    """playerzero/GAME: self-play generations, training, arena, registry (resumable)."""
+    from flows.stages.playerzero import playerzero_flow
+
+    result = playerzero_flow(ROOT, _load("playerzero", None, game, params), game, generations)
+    best = (result["best"] or {}).get("path", "none")
+    typer.echo(f"playerzero/{game}: {result['generation']} generations; best {best}")
+
+
 @stage_app.command("report")
 def report(params: PARAMS = DEFAULT_PARAMS):
     """reports/pipeline/README.md and the bar charts."""

@@ -24,7 +24,7 @@ loses at most the step in flight and raising `generations` continues from the la
                                       decides `production`; state.json moves on
 
 A generation starts only while the loop's wall-clock (`hours`, 0: no limit) leaves room for one
-more as long as the last one took. The helpers here are plain functions; flows/playerzero.py
+more as long as the last one took. The helpers here are plain functions; flows/stages/playerzero.py
 wraps the whole loop as one Prefect flow with MLflow runs (one parent run per loop, one nested
 run per generation).
 """
@@ -45,6 +45,8 @@ import numpy as np
 from models.base import ModelError
 
 GEN_BITS = 40  # game ids of generation g are offset by g << GEN_BITS (unique in the window)
+TECHNIQUE = "selfplay"
+TECHNIQUE_MODULE = "features.generate.selfplay"  # what generation imports by name (DVC deps)
 Echo = Callable[[str], None]
 
 
@@ -117,13 +119,13 @@ def self_play(root: Path, game_spec: str, params: dict, state: dict, g: int,
     seed = int(params["seed"]) * 1000 + g
     workers = int(params.get("workers", 1))
     try:
-        manifest = generate_dataset(folder, game_spec, "selfplay", options, seed, workers,
+        manifest = generate_dataset(folder, game_spec, TECHNIQUE, options, seed, workers,
                                     progress)  # fmt: skip
     except DataError as error:
         if "another command" not in str(error) or read_manifest(folder).get("complete"):
             raise
         shutil.rmtree(folder)  # an unfinished generation made with other settings: start over
-        manifest = generate_dataset(folder, game_spec, "selfplay", options, seed, workers,
+        manifest = generate_dataset(folder, game_spec, TECHNIQUE, options, seed, workers,
                                     progress)  # fmt: skip
     seconds = float(manifest["timings"]["seconds"])
     positions = int(manifest["counts"]["positions"])

@@ -19,28 +19,6 @@ solved_app = typer.Typer(
 )
 
 
-def playerzero_stage(
-    game: Annotated[str, typer.Argument(help="A key of params playerzero (connect4, othello…).")],
-    params: Annotated[Path, typer.Option("--params", help="Parameters file.")] = Path(
-        "params.yaml"
-    ),
-    generations: Annotated[
-        int | None, typer.Option(min=0, help="Run up to this many generations (default: params).")
-    ] = None,
-):
-    """playerzero/GAME: self-play generations, training, arena, registry (resumable)."""
-    from flows.params import load_for
-    from flows.stage_commands import _quiet
-
-    _quiet()
-    settings = load_for("playerzero", None, game, params)
-    from flows.playerzero import playerzero_flow
-
-    result = playerzero_flow(Path("."), settings, game, generations)
-    best = (result["best"] or {}).get("path", "none")
-    typer.echo(f"playerzero/{game}: {result['generation']} generations; best {best}")
-
-
 @solved_app.command("build")
 def build(
     count: Annotated[int, typer.Option(min=1, help="Positions in the set.")] = 1000,
@@ -87,7 +65,4 @@ def rate(
 
 
 def register(app: typer.Typer) -> None:
-    from flows.stage_commands import stage_app
-
-    stage_app.command("playerzero")(playerzero_stage)
     app.add_typer(solved_app, name="solved")

@@ -185,7 +185,7 @@ def _generation(root: Path, spec: str, game: Any, settings: dict, gate: dict, st
 def playerzero_flow(root: Path, params: dict, game_name: str, generations: int | None = None):
     """The loop of one game up to `generations` (default params), resuming where it stopped."""
     from engine import parse_game_spec
-    from flows.pipeline import lineage, use_tracking
+    from flows.stage_io import lineage, use_tracking
     from models.tracking import client, experiment_id
 
     settings = params["playerzero"][game_name]
