@@ -4,8 +4,8 @@ Generation g, each step resumable (a step whose output exists is skipped, so a k
 loses at most the step in flight and raising `generations` continues from the last one done):
 
   1 self-play  gen-g/data             a features.store dataset (technique `selfplay`): g = 0 plain
-                                      MCTS (seed 001 §3.3.4), later PUCT with the best network,
-                                      `parallel` games per worker stepping together
+                                      MCTS (seed 001 §3.3.4), later PUCT with the coach's newest
+                                      network, `parallel` games per worker stepping together
   2 validate   gen-g/validation.json  the dataset's validation suite, or the loop stops
   3 encode     gen-g/encoded.npz      planes, mask, visit policy, outcome, plies left, root
                                       values, under every symmetry of the game
@@ -15,7 +15,8 @@ loses at most the step in flight and raising `generations` continues from the la
                                       previous weights
   5 arena      gen-g/arena.json       the student against the best network (when it wins it
                                       becomes the coach), else the coach's new weights against
-                                      the best; models.arena's sequential test decides
+                                      the best; models.arena's sequential test decides which
+                                      network is the best (registered, and the arena's yardstick)
   6 evaluate   gen-g/evaluation.json  on a solved-position set (params `solved`): optimal-move
                                       rate of the raw policy and of puct at a fixed budget; and
                                       a match against a fixed yardstick (`evaluate.opponent`)
@@ -81,7 +82,8 @@ def new_state(params: dict[str, Any]) -> dict[str, Any]:
     scales = [int(s) for s in params["networks"]]
     return {
         "generation": 0,  # generations finished
-        "best": None,  # {"path", "scale", "generation"}; None: MCTS plays generation 0
+        "best": None,  # {"path", "scale", "generation"}: the newest accepted network
+        "player": None,  # the coach's newest network, which plays self-play; None: MCTS
         "coach": scales[0],
         "students": scales[1:],  # the curriculum still to come, next student first
         "latest": {},  # scale → weights file of its newest network
@@ -95,12 +97,13 @@ def new_state(params: dict[str, Any]) -> dict[str, Any]:
 def selfplay_options(params: dict[str, Any], state: dict[str, Any], root: Path) -> dict:
     """The selfplay technique's options for the next generation."""
     workers = int(params.get("workers", 1))
-    if state["best"] is None:
+    player = state.get("player") or state["best"]
+    if player is None:
         first = dict(params["first"])
         options = {"x": int(first.pop("games")), "agent": str(first.pop("agent")), **first}
         return options
     sp = dict(params["selfplay"])
-    model = (Path(root) / state["best"]["path"]).resolve()
+    model = (Path(root) / player["path"]).resolve()
     agent = (
         f"puct:model={model},sims={int(sp.pop('sims'))},c={float(sp.pop('c'))},"
         f"fpu={float(sp.pop('fpu'))},threads={1 if workers > 1 else 0}"
@@ -315,12 +318,13 @@ def curriculum_step(root: Path, g: int, game: Any, params: dict, state: dict, ec
     for run in runs.values():
         changes["latest"][str(run["scale"])] = run["weights"]
     fought: dict[str, Any] = {}
+    changes["player"] = _best(runs["coach"])  # the newest coach plays, accepted or not
     if "student" in runs and state["best"] is not None:
         fought["student"] = arena(root, g, game, runs["student"], params, state)
         echo(f"generation {g}: student arena {_verdict(fought['student'])}")
         if fought["student"]["accepted"]:
             changes.update(coach=state["students"][0], students=state["students"][1:])
-            changes["best"] = _best(runs["student"])
+            changes["best"] = changes["player"] = _best(runs["student"])
             return runs, fought, changes
     fought["coach"] = arena(root, g, game, runs["coach"], params, state)
     echo(f"generation {g}: coach arena {_verdict(fought['coach'])}")
