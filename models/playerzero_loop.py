@@ -94,10 +94,20 @@ def new_state(params: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---- 1 self-play -------------------------------------------------------------------------------
+def self_play_network(state: dict[str, Any]) -> dict[str, Any] | None:
+    """The coach's newest network (None before the first one: MCTS plays)."""
+    if state.get("player"):
+        return state["player"]
+    weights = state["latest"].get(str(state["coach"]))  # a loop state from before `player`
+    if weights:
+        return {"path": str(Path(weights).with_name("model.onnx")), "scale": state["coach"]}
+    return state["best"]
+
+
 def selfplay_options(params: dict[str, Any], state: dict[str, Any], root: Path) -> dict:
     """The selfplay technique's options for the next generation."""
     workers = int(params.get("workers", 1))
-    player = state.get("player") or state["best"]
+    player = self_play_network(state)
     if player is None:
         first = dict(params["first"])
         options = {"x": int(first.pop("games")), "agent": str(first.pop("agent")), **first}
