@@ -138,8 +138,9 @@ def _generation(root: Path, spec: str, game: Any, settings: dict, gate: dict, st
         run_id = run.info.run_id
         id_file.parent.mkdir(parents=True, exist_ok=True)
         id_file.write_text(run_id)
-        best = state["best"]["path"] if state["best"] else settings["first"]["agent"]
-        for key, value in {"generation": g, "self_play_by": best, "coach_scale": state["coach"],
+        player = loop.self_play_network(state)
+        by = player["path"] if player else settings["first"]["agent"]
+        for key, value in {"generation": g, "self_play_by": by, "coach_scale": state["coach"],
                            "students": state["students"]}.items():  # fmt: skip
             mlflow.log_param(run_id, key, str(value))
     clock = loop.timer()
