@@ -1,12 +1,13 @@
 """PUCT search guided by a policy-value network (AlphaZero, seed 001's PlayerZero), and the raw net.
 
 `puct:model=PATH|registry:NAME@ALIAS,sims=N,c=1.5,fpu=0.25,batch=8` (or `ms=T` for a time
-budget; `nodes=` sizes the tree, `threads=` caps onnxruntime's threads) searches with the tree
-of agents.puct_tree: each round walks the tree `batch` times
-(virtual loss keeps the walks apart), evaluates the leaves in one onnxruntime call and backs
-them up. The tree is kept between moves: the next search starts from the subtree of the moves
-actually played, when the position is the one the tree predicted. Chance nodes and multi-action
-turns work as in agents.mcts; `plan(state)` returns a whole multi-action turn. No noise and no
+budget; `solve=K` searches each new leaf K plies deep exactly first, so forced wins and losses
+need no network; `nodes=` sizes the tree, `threads=` caps onnxruntime's threads) searches with
+the tree of agents.puct_tree: each round walks the tree `batch` times (virtual loss keeps the
+walks apart), evaluates the leaves in one onnxruntime call and backs them up. The tree is kept
+between moves: the next search starts from the subtree of the moves actually played, when the
+position is the one the tree predicted. Chance nodes and multi-action turns work as in
+agents.mcts; `plan(state)` returns a whole multi-action turn. No noise and no
 temperature here: those belong to self-play (`play_games`, many games stepping together so that
 one network call serves one leaf of every game).
 
@@ -42,7 +43,7 @@ class Search:
     expand and back up."""
 
     def __init__(self, game: Game, net: PolicyValueNet, trees: int, capacity: int, batch: int,
-                 c_puct: float, fpu: float, discount: float = 1.0):  # fmt: skip
+                 c_puct: float, fpu: float, discount: float = 1.0, solve: int = 0):  # fmt: skip
         self.game, self.net = game, net
         state_size = game.new_initial_state(seed=0).array.shape[0]
         self.forest = Forest(trees, capacity, state_size)
@@ -57,13 +58,14 @@ class Search:
         self.leaf_node = np.zeros(batch, dtype=np.int64)
         self.stats = np.zeros(2, dtype=np.int64)  # walks ended at a terminal, walks dropped
         self.c_puct, self.fpu, self.discount = float(c_puct), float(fpu), float(discount)
+        self.solve = int(solve)
 
     def round(self, walks: np.ndarray) -> int:
         """Walks tree t `walks[t]` times; returns the number of leaves evaluated."""
         f = self.forest
         count = self._gather(
             f.roots, walks, self.game.num_players, self.c_puct, self.fpu, self.discount,
-            *f.arrays(),
+            self.solve, *f.arrays(),
             self.leaf_states, self.leaf_obs, self.leaf_mask, self.leaf_tree, self.leaf_node,
             self.stats,
         )  # fmt: skip
@@ -128,15 +130,19 @@ class PUCTAgent(Agent):
         self.fpu = option(options, "fpu", float, 0.25)
         # the discount the network's value was trained with (its metadata says; 1 = none)
         self.discount = option(options, "discount", float, 1.0)
+        # exact search of each new leaf this many plies deep (0: none): forced results
+        self.solve = option(options, "solve", int, 0)
         if options:
             raise AgentError(f"puct: unknown option(s) {sorted(options)}")
         if self.sims < 1 or self.ms < 0 or self.batch < 1 or self.c_puct < 0:
             raise AgentError("puct: sims and batch must be >= 1, ms and c >= 0")
         if not 0.0 < self.discount <= 1.0:
             raise AgentError("puct: discount must lie in (0, 1]")
+        if not 0 <= self.solve <= 8:
+            raise AgentError("puct: solve (plies of exact search at new leaves) lies in 0-8")
         capacity = nodes or (400_000 if self.ms else tree_capacity(game, self.sims))
         self.search = Search(game, self.net, 1, capacity, self.batch, self.c_puct, self.fpu,
-                             self.discount)  # fmt: skip
+                             self.discount, self.solve)  # fmt: skip
         self._root: np.ndarray | None = None
         self._root_history: list[int] = []
 
@@ -153,7 +159,7 @@ class PUCTAgent(Agent):
         capacity = tree_capacity(self.game, max(sims, settings.fast_sims))
         trees = max(settings.parallel, 1)
         search = Search(self.game, self.net, trees, capacity, trees, self.c_puct, self.fpu,
-                        self.discount)  # fmt: skip
+                        self.discount, self.solve)  # fmt: skip
         self.last_self_play = search
         yield from play_games(search, starts, rngs, settings)
 

@@ -313,19 +313,89 @@ def _add_children(t, node, player, moves, count, priors, parent, first_child, nu
 
 
 @generic
-def gather_leaves(roots, walks, num_players, c_puct, fpu, discount, parent, first_child,
+def forced_result(root, depth, states, moves, counts, index, best, movers, outcome):
+    """Wins and losses forced within `depth` plies of `root`, for the player to move there:
+    +k a forced win in k plies, -k a forced loss in k plies (the slowest), 0 neither (a draw,
+    a chance node or the horizon in the way). Iterative depth-first search over the stacks
+    `states` [depth + 1, state size], `moves` [depth + 1, width]; two players."""
+    level = 0
+    states[0] = root
+    movers[0] = current_player(root)
+    counts[0] = legal_actions(states[0], movers[0], moves[0])
+    index[0] = 0
+    best[0] = -(1 << 30)
+    while True:
+        if index[level] == counts[level]:
+            v = best[level]
+            if level == 0:
+                return v
+            level -= 1
+            cv = v if movers[level + 1] == movers[level] else -v
+            cv = cv + 1 if cv > 0 else (cv - 1 if cv < 0 else 0)
+            if _forced_key(cv) > _forced_key(best[level]):
+                best[level] = cv
+            if best[level] == 1:
+                index[level] = counts[level]  # nothing beats winning at once
+            continue
+        child = states[level + 1]
+        child[:] = states[level]
+        apply_action(child, moves[level, index[level]])
+        index[level] += 1
+        p = current_player(child)
+        if p == TERMINAL:
+            returns(child, outcome)
+            r = outcome[movers[level]]
+            cv = 1 if r > 0 else (-1 if r < 0 else 0)
+        elif p < 0 or level + 1 == depth:
+            cv = 0
+        else:
+            level += 1
+            movers[level] = p
+            counts[level] = legal_actions(child, p, moves[level])
+            index[level] = 0
+            best[level] = -(1 << 30)
+            continue
+        if _forced_key(cv) > _forced_key(best[level]):
+            best[level] = cv
+        if best[level] == 1:
+            index[level] = counts[level]
+
+
+@njit(inline="always")
+def _forced_key(v):
+    """Preference of the player to move: quick wins, then unknown, then slow losses."""
+    if v == -(1 << 30):
+        return -(1 << 31)
+    if v > 0:
+        return 1000 - v
+    if v < 0:
+        return -1000 - v
+    return 0
+
+
+@generic
+def gather_leaves(roots, walks, num_players, c_puct, fpu, discount, solve, parent, first_child,
                   num_children, action, mover, visits, virtual, value, prior, pending, proof, size,
                   leaf_states, leaf_obs, leaf_mask, leaf_tree, leaf_node, stats):  # fmt: skip
     """Walks tree t `walks[t]` times; returns how many leaves wait in the batch rows.
 
-    stats[0] += walks ended at a terminal, stats[1] += walks dropped (leaf already queued or no
-    room to expand a chance node)."""
+    With `solve` > 0 a new leaf is first searched exactly `solve` plies deep (forced_result): a
+    forced win or loss solves it without the network. stats[0] += walks ended at a terminal or
+    a solved node, stats[1] += walks dropped (leaf already queued or no room to expand a chance
+    node)."""
     trees = roots.shape[0]
     width = max(leaf_mask.shape[1], 64)
     moves = np.empty(width, dtype=np.int64)
     probs = np.empty(width, dtype=np.float64)
     outcome = np.zeros(num_players, dtype=np.float64)
     s = np.empty(roots.shape[1], dtype=np.int64)
+    deep = max(solve, 1) + 1
+    f_states = np.empty((deep, roots.shape[1]), dtype=np.int64)
+    f_moves = np.empty((deep, width), dtype=np.int64)
+    f_counts = np.zeros(deep, dtype=np.int64)
+    f_index = np.zeros(deep, dtype=np.int64)
+    f_best = np.zeros(deep, dtype=np.int64)
+    f_movers = np.zeros(deep, dtype=np.int64)
     batch = 0
     for t in range(trees):
         for _ in range(walks[t]):
@@ -344,6 +414,23 @@ def gather_leaves(roots, walks, num_players, c_puct, fpu, discount, parent, firs
                     _backup(t, node, outcome, discount, parent, mover, visits, virtual, value)
                     stats[0] += 1
                     break
+                if num_children[t, node] == 0 and node != 0 and player >= 0:
+                    m = mover[t, node]
+                    if proof[t, node] == 0 and solve > 0 and m >= 0:
+                        forced = forced_result(s, solve, f_states, f_moves, f_counts, f_index,
+                                               f_best, f_movers, outcome)  # fmt: skip
+                        if forced != 0:  # for `player`; stored for the node's mover
+                            kind = WIN if (forced > 0) == (m == player) else LOSS
+                            proof[t, node] = (kind << SHIFT) | abs(forced)
+                            _prove(t, node, parent, first_child, num_children, mover, proof)
+                    if proof[t, node] != 0 and m >= 0:  # solved: its exact value, no network
+                        v = _proven_value(proof[t, node], discount)
+                        for p in range(num_players):
+                            outcome[p] = v if p == m else -v
+                        _backup(t, node, outcome, discount, parent, mover, visits, virtual,
+                                value)  # fmt: skip
+                        stats[0] += 1
+                        break
                 if num_children[t, node] == 0:
                     if player == CHANCE:
                         count = legal_actions(s, CHANCE, moves)

@@ -150,3 +150,15 @@ def test_a_network_for_other_planes_or_actions_is_refused(uniform, tmp_path):
 
     with pytest.raises(AgentError, match="reads planes"):
         make(f"puct:model={uniform['connect4']}", Wider())
+
+
+def test_exact_leaf_search_solves_short_forced_wins(uniform):
+    """After 4455, X wins by a double threat (3 or 6 makes two open threes): a depth-3 exact
+    search at the leaves proves it within a few walks, which the uniform net cannot see."""
+    g, state = c4("4455")
+    agent = make(f"puct:model={uniform['connect4']},sims=60,solve=3", g, seed=0)
+    assert agent.step(state) in (2, 5)
+    f = agent.search.forest
+    assert f.solved(0) and int(f.visits[0, 0]) < 60  # decided: the search stopped early
+    won = f.best_child(0)
+    assert f.proof[0, won] >> 16 == 1 and f.proof[0, won] & 0xFFFF == 2  # a win 2 plies on
