@@ -44,10 +44,20 @@ def toy_params() -> dict:
     }  # fmt: skip
 
 
-def start(root: Path, generations: int) -> subprocess.Popen:
+@pytest.fixture(scope="module")
+def prefect_api():
+    """One Prefect server for every run of the loop (instead of one per command)."""
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield PREFECT_API_URL.value()
+
+
+def start(root: Path, generations: int, api: str) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "PREFECT_"))}
     env.update(PYTHONPATH=str(REPO), GRIDBOTS_MODEL_CACHE=str(root / ".cache"),
-               MLFLOW_DISABLE_TELEMETRY="1", DO_NOT_TRACK="1")  # fmt: skip
+               MLFLOW_DISABLE_TELEMETRY="1", DO_NOT_TRACK="1", PREFECT_API_URL=api)  # fmt: skip
     command = [sys.executable, "-m", "flows.cli", "stage", "playerzero", "connect4",
                "--generations", str(generations)]  # fmt: skip
     return subprocess.Popen(
@@ -62,10 +72,10 @@ def finish(process: subprocess.Popen) -> str:
     return out
 
 
-def test_killed_resumed_continued_and_registered(tmp_path):
+def test_killed_resumed_continued_and_registered(tmp_path, prefect_api):
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(toy_params()))
     home = tmp_path / "playerzero" / "connect4"
-    first = start(tmp_path, 2)
+    first = start(tmp_path, 2, prefect_api)
     deadline = time.time() + 900
     while not (home / "gen-001" / "data").is_dir():  # generation 0 done, 1 in flight
         assert first.poll() is None, first.communicate()[0][-4000:]
@@ -78,7 +88,7 @@ def test_killed_resumed_continued_and_registered(tmp_path):
     kept = {p: p.stat().st_mtime_ns for p in (home / "gen-000").rglob("*") if p.is_file()}
     kept |= {p: p.stat().st_mtime_ns for p in (home / "networks").rglob("*") if p.is_file()}
 
-    finish(start(tmp_path, 2))
+    finish(start(tmp_path, 2, prefect_api))
     state = json.loads((home / "state.json").read_text())
     assert state["generation"] == 2 and len(state["history"]) == 2
     assert all(p.stat().st_mtime_ns == t for p, t in kept.items())  # generation 0 untouched
@@ -88,11 +98,11 @@ def test_killed_resumed_continued_and_registered(tmp_path):
     report = (home / "report.md").read_text()
     assert "| `random` |" in report and (home / "report.png").is_file()
 
-    again = finish(start(tmp_path, 2))  # nothing left to do
+    again = finish(start(tmp_path, 2, prefect_api))  # nothing left to do
     assert "2 generations" in again
     assert json.loads((home / "state.json").read_text())["history"] == state["history"]
 
-    finish(start(tmp_path, 3))  # raising generations continues from the last one
+    finish(start(tmp_path, 3, prefect_api))  # raising generations continues from the last one
     state = json.loads((home / "state.json").read_text())
     assert state["generation"] == 3 and (home / "gen-002" / "summary.json").is_file()
     first_summary = state["history"][0]
