@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore")]
 def toy_params() -> dict:
     return {
         "mlflow": {"tracking_uri": "sqlite:///mlflow.db"},
-        "promote": {"baseline": "random", "games": 2, "seed": 0},
+        "promote": {"baseline": "random", "games": 16, "seed": 0},  # 12 of 16 wins pass the gate
         "playerzero": {
             "connect4": {
                 "spec": "connect4",
