@@ -186,11 +186,14 @@ def train_case(
                         "parity": gap,
                     }
                 )
-        best = max(seeds_out, key=lambda s: s["result"].history[-1]["best_fitness"])
+        best = max(seeds_out, key=lambda s: s["result"].best_fitness)
         finals = [s["result"].history[-1]["best_fitness"] for s in seeds_out]
         mlflow.log_metrics(
             {
-                "median_best_fitness": statistics.median(finals),
+                "median_best_fitness": statistics.median(
+                    s["result"].best_fitness for s in seeds_out
+                ),
+                "median_last_best_fitness": statistics.median(finals),
                 "best_seed": float(best["seed"]),
             }
         )
@@ -215,7 +218,7 @@ def train_case(
                 "export.parity_max_abs_diff": parity_text,
             }
         )
-        trained.metrics = {"best_fitness": best["result"].history[-1]["best_fitness"]}
+        trained.metrics = {"best_fitness": best["result"].best_fitness}
         dataset = {
             "game": trained.game,
             "dataset.path": f"neuroevolution:{case}",

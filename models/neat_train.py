@@ -51,6 +51,12 @@ class CaseResult:
     seconds: float = 0.0
     files: dict[str, Path] = field(default_factory=dict)
 
+    @property
+    def best_fitness(self) -> float:
+        """The run's best (the champion's, for cases 1-4): stagnant species may be dropped with
+        the generation's best genome (species_elitism 0), so the last row can be lower."""
+        return max(row["best_fitness"] for row in self.history)
+
 
 def opened(game: Game, seed: int, moves: int) -> np.ndarray:
     """The start of `game` (seeded) after `moves` uniformly random moves, seeded too."""

@@ -20,7 +20,7 @@ from models.neat import (
     genome_to_json,
     make_config,
 )
-from models.neat_eval import MOVES, OPP_TILES, OPP_TROOPS, RETURN, TILES, fitness
+from models.neat_eval import MOVES, OPP_TILES, OPP_TROOPS, RETURN, STAT_NAMES, TILES, fitness
 from models.neat_train import Trainer
 
 TINY = {"config": {"NEAT": {"pop_size": 16}}, "workers": 2}
@@ -207,9 +207,15 @@ def test_training_improves_on_the_first_generation_and_the_agent_replays_its_gam
     tmp_path, decoding
 ):
     params = {**TINY, "generations": 6 if decoding == "guided" else 3, "decoding": decoding}
-    result = Trainer("beat-red-easy", params, tmp_path).run()
+    trainer = Trainer("beat-red-easy", params, tmp_path)
+    result = trainer.run()
     curve = [row["best_fitness"] for row in result.history]
     assert curve[-1] >= curve[0] and result.champion_stats["moves"] == len(result.trace)
+    # the champion is the run's best genome: its replayed game scores the run's best fitness
+    replay = np.zeros((1, 2, len(STAT_NAMES)))
+    replay[0, 0] = [result.champion_stats[name] for name in STAT_NAMES]
+    champion = fitness("beat-red-easy", replay, trainer.start, trainer.game)[0]
+    assert champion == pytest.approx(result.best_fitness) and result.best_fitness >= curve[-1]
     genome = tmp_path / "champion.json"
     genome.write_text(json.dumps(result.champion))
     game = load_game("territory", preset="beat-red-easy")

@@ -113,7 +113,7 @@ def neat_flow(root: Path, params: dict, name: str) -> dict[str, Any]:
             "artifact": "champion.onnx",
             "artifact_kind": "onnx",
             "best_seed": best["seed"],
-            "metrics": {"best_fitness": result.history[-1]["best_fitness"]},
+            "metrics": {"best_fitness": result.best_fitness},
             "params": best["trainer"].params,
             "parity": f"{best['parity']:.3g}",
             "seeds": per_seed,
@@ -124,7 +124,8 @@ def neat_flow(root: Path, params: dict, name: str) -> dict[str, Any]:
         {**lineage(root), "gridbots.stage": f"neat-{GAME}@{name}"},
     )
     metrics = {
-        "best_fitness": result.history[-1]["best_fitness"],
+        "best_fitness": result.best_fitness,
+        "last_best_fitness": result.history[-1]["best_fitness"],
         "generations": float(len(result.history)),
         "champion_rounds": result.champion_stats["moves"],
         "train_seconds": result.seconds,
