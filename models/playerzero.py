@@ -56,6 +56,7 @@ DEFAULTS: dict[str, Any] = {
     "discount": 1.0,  # z counts discount^k at k plies from the end (needs `plies_left` rows)
     "play_sims": 0,  # recommended search settings written into the model (0: the agent's own)
     "play_c": 0.0,
+    "play_solve": 0,  # plies of exact search at each new leaf (puct `solve=`); 0: none
     "holdout": 0.1,  # share of games held out
     "warm_start": "",  # weights file (.weights.h5) of a previous network of the same shape
     "seed": 0,
@@ -239,6 +240,8 @@ def train(
         play["play.sims"] = params["play_sims"]
     if params["play_c"]:
         play["play.c"] = params["play_c"]
+    if params["play_solve"]:
+        play["play.solve"] = params["play_solve"]
     metadata = artifact_metadata(
         meta["game"], "playerzero", "planes", KIND,
         inputs=",".join(INPUTS), outputs=",".join(OUTPUTS),

@@ -30,7 +30,8 @@ def trained(tmp_path_factory):
     game = parse_game_spec("connect4")
     arrays = planes(load_dataset(folder / "data", "positions"), game, augment=True)
     meta = {"encoding": "planes", "game": "connect4"}
-    params = {"scale": 1, "epochs": 6, "batch_size": 64, "learning_rate": 0.003, "seed": 1}
+    params = {"scale": 1, "epochs": 6, "batch_size": 64, "learning_rate": 0.003, "seed": 1,
+              "play_solve": 2}  # fmt: skip
     result = playerzero.train(arrays, meta, params, folder / "net")
     return result, arrays
 
@@ -43,6 +44,14 @@ def test_training_exports_a_parity_checked_policy_value_model(trained):
     net = PolicyValueNet(parse_game_spec("connect4"), result.artifact)
     assert net.meta["gridbots.kind"] == "policy-value" and net.meta["gridbots.scale"] == "1"
     assert result.metrics["parameters"] > 0 and "held_out_policy_loss" in result.metrics
+    assert net.play_options() == {"discount": "1.0", "solve": "2"}  # the trainer's settings
+
+
+def test_the_model_s_play_settings_are_defaults_a_spec_overrides(trained):
+    result, _ = trained
+    game = parse_game_spec("connect4")
+    assert make(f"puct:model={result.artifact},sims=8", game).solve == 2
+    assert make(f"puct:model={result.artifact},sims=8,solve=0", game).solve == 0
 
 
 def test_the_policy_is_zero_on_illegal_moves_and_the_value_in_range(trained):
