@@ -306,3 +306,17 @@ def test_fast_crossover_breeds_exactly_what_neat_python_breeds():
         )
         assert random.getstate() == after
         assert genome_to_json(fast, config) == genome_to_json(slow, config)
+
+
+@pytest.mark.parametrize("profile", ["params.yaml", "params-full.yaml"])
+def test_every_territory_model_of_both_profiles_is_a_valid_training_case(profile):
+    from pathlib import Path
+
+    import yaml
+
+    from models.neat import case_game, checked
+
+    params = yaml.safe_load((Path(__file__).parents[1] / profile).read_text())
+    for name, model in params["territory"]["models"].items():
+        settings = checked(model["params"])
+        assert case_game(model["case"], settings).name == "territory", name
