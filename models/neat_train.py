@@ -23,6 +23,7 @@ from agents.neat_network import Network, network, pack
 from engine import load_game
 from engine.protocol import Game
 from models.neat import (
+    DEFAULTS,
     SPARRING_PRESETS,
     NeatError,
     case_game,
@@ -125,7 +126,10 @@ class Trainer:
     def _resume(self) -> None:
         try:
             data = json.loads(self.checkpoint.read_text())
-            same = lineage_params(data.get("params")) == lineage_params(self.params)
+            # a parameter added since the checkpoint was written counts as its default (each new
+            # parameter's default keeps the behaviour that came before it)
+            saved = {**DEFAULTS, **(data.get("params") or {})}
+            same = lineage_params(saved) == lineage_params(self.params)
             if data.get("case") != self.case or not same:
                 raise NeatError(
                     f"{self.checkpoint} belongs to another run (case or parameters differ); "

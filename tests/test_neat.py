@@ -15,6 +15,7 @@ from agents.neat_network import network, pack, to_onnx
 from engine import load_game
 from engine.games.territory import HEADER, IDS, MAX_TROOPS
 from models.neat import (
+    NeatError,
     config_sections,
     genome_from_json,
     genome_to_json,
@@ -200,6 +201,13 @@ def test_training_is_seeded_independent_of_threads_and_resumes_exactly(tmp_path)
     strip = [{k: v for k, v in row.items() if k != "eval_seconds"} for row in straight.history]
     again = [{k: v for k, v in row.items() if k != "eval_seconds"} for row in resumed.history]
     assert again == strip and resumed.champion == straight.champion
+    # a checkpoint written before a parameter existed resumes with that parameter's default
+    saved = json.loads((tmp_path / "c" / "population.json").read_text())
+    del saved["params"]["sparring_opening"]
+    (tmp_path / "c" / "population.json").write_text(json.dumps(saved))
+    assert Trainer("against-red", {**TINY, "generations": 4}, tmp_path / "c").generation == 4
+    with pytest.raises(NeatError, match="another run"):
+        Trainer("against-red", {**TINY, "generations": 4, "seed": 9}, tmp_path / "c")
 
 
 @pytest.mark.parametrize("decoding", ["guided", "scored"])
