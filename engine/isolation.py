@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.notation import after_history, describe_illegal
 from engine.protocol import State
 
 MAX_LINE = 64  # an answer is a small integer; anything longer is garbage
@@ -55,6 +56,7 @@ RESET_S = 10.0  # a process that already played answers a new game within this
 INHERITED_ENV = ("PATH", "PYTHONPATH", "LANG", "LC_ALL", "TZ", "VIRTUAL_ENV")
 MARKER = "GRIDBOTS_BOT_ID"
 SOURCE_ROOT = Path(__file__).resolve().parents[1]  # so the host imports this very code
+MAX_FAULTS = 20  # fault messages kept per seat and game
 
 
 @dataclass
@@ -68,6 +70,9 @@ class SeatStats:
     crashes: int = 0
     discarded_bytes: int = 0  # flooded output thrown away unread
     peak_kb: int = 0
+    #: what went wrong, in the game's words (`illegal move 4 for X after "444444": column 4 is
+    #: full; ...`), the first MAX_FAULTS of them
+    faults: list[str] = field(default_factory=list)
 
     def merge(self, other: SeatStats) -> None:
         self.moves += other.moves
@@ -77,6 +82,12 @@ class SeatStats:
         self.crashes += other.crashes
         self.discarded_bytes += other.discarded_bytes
         self.peak_kb = max(self.peak_kb, other.peak_kb)
+        for fault in other.faults:
+            self.note(fault)
+
+    def note(self, fault: str) -> None:
+        if len(self.faults) < MAX_FAULTS:
+            self.faults.append(fault)
 
 
 def _seal(megabytes: int, cpu_seconds: int) -> None:
@@ -427,11 +438,14 @@ class IsolatedPlayers:
                 bot.stats.late += 1
                 bot.stats.times.append(self.move_ms / 1000.0)
                 bot._die()
+                bot.stats.note(late_fault(state, p, self.move_ms))
             else:
                 bot.stats.times.append(bot.answered_at - start)
                 action = _parse_action(bot.answer)
                 if action is None or action not in legal[p]:
                     bot.stats.illegal += 1
+                    answer = bot.answer if action is None else action
+                    bot.stats.note(describe_illegal(state, answer, p, legal[p]))
                     action = None
             if action is None:
                 action = legal[p][int(self.rng.integers(len(legal[p])))]
@@ -487,6 +501,12 @@ class IsolatedPlayers:
         for fd in (bot.out_fd, bot.err_fd):
             with contextlib.suppress(KeyError, ValueError):
                 self.selector.unregister(fd)
+
+
+def late_fault(state: State, player: int, move_ms: float) -> str:
+    """The log line of a missed deadline, in the game's words."""
+    who = state.game.player_name(player)
+    return f"late: no move for {who}{after_history(state)} within {move_ms:.0f} ms"
 
 
 def _parse_action(text: str | None) -> int | None:

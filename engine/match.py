@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from engine.isolation import SeatStats
+from engine.notation import describe_illegal
 from engine.protocol import CHANCE, SIMULTANEOUS, Game, State
 
 Ask = Callable[[State, Sequence[int]], dict[int, int]]
@@ -91,6 +92,7 @@ class InProcessPlayers:
                 actions[p] = int(action)
             else:
                 stats.illegal += 1
+                stats.note(describe_illegal(state, action, p, legal))
                 actions[p] = legal[int(self.rng.integers(len(legal)))]
         return actions
 

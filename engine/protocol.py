@@ -22,13 +22,31 @@ KINDS = ("duel", "war", "puzzle")
 
 
 class IllegalActionError(ValueError):
-    """An action the current position does not allow; the state is left untouched."""
+    """An action the current position does not allow; the state is left untouched.
 
-    def __init__(self, action: Any, legal: Sequence[int], player: int | None = None):
-        who = "" if player is None else f" for player {player}"
-        super().__init__(f"illegal action {action}{who}; legal: {list(legal)}")
+    Given the position (`state`), the message speaks the game's notation and says why, through
+    the game's own hooks (see `Game.illegal_reason`): `illegal move 4 for X after "444444":
+    column 4 is full; legal: 1 2 3 5 6 7`. Without it, it names action ids.
+    """
+
+    def __init__(
+        self,
+        action: Any,
+        legal: Sequence[int],
+        player: int | None = None,
+        state: State | None = None,
+    ):
+        if state is None:
+            who = "" if player is None else f" for player {player}"
+            message = f"illegal action {action}{who}; legal: {list(legal)}"
+        else:
+            from engine.notation import describe_illegal  # it reads State and Game
+
+            message = describe_illegal(state, action, player, legal)
+        super().__init__(message)
         self.action = action
         self.legal = list(legal)
+        self.player = player
 
 
 class GameError(ValueError):
@@ -176,6 +194,26 @@ class Game:
     def format_moves(self, actions: Iterable[int]) -> str:
         return " ".join(str(a) for a in actions)
 
+    # ---- words for people: the terminal, error messages, hints (issue 17) --------------------
+    #: the agent `gridbots play` pits a person against when no bot is in production
+    default_opponent: ClassVar[str] = "mcts:ms=1000"
+    #: played against the clock (`gridbots play` with the arrow keys) rather than turn by turn
+    real_time: ClassVar[bool] = False
+
+    def player_name(self, player: int) -> str:
+        """How the board and messages name a player (Connect 4: X and O)."""
+        return f"P{player + 1}"
+
+    def illegal_reason(self, s: np.ndarray, action: int, player: int) -> str | None:
+        """Why `action` is illegal for `player` in state array `s`, in the game's words
+        (Connect 4: "column 4 is full"); None leaves the generic explanation."""
+        return None
+
+    def arrow_action(self, s: np.ndarray, player: int, arrow: str) -> int | None:
+        """The action an arrow key (`up`, `down`, `left`, `right`) asks for in a real-time
+        game, or for `""` (no key this lap) the game's default; None ignores the key."""
+        return None
+
     # ---- the public protocol ---------------------------------------------------------------
     def new_initial_state(self, seed: int | None = None, **scenario: Any) -> State:
         """A fresh position; `opening=k` plays k seeded random moves first (turn-based games)."""
@@ -314,14 +352,14 @@ class State:
         """Plays one turn-based or chance action; raises IllegalActionError, leaving the state."""
         current = self.current_player()
         if current == SIMULTANEOUS:
-            raise IllegalActionError(action, [], None) from ValueError(
+            raise IllegalActionError(action, [], None, state=self) from ValueError(
                 "simultaneous node: use apply_actions"
             )
         if current == TERMINAL:
-            raise IllegalActionError(action, [], None)
+            raise IllegalActionError(action, [], None, state=self)
         legal = self.legal_actions()
         if not _is_int(action) or int(action) not in legal:
-            raise IllegalActionError(action, legal, current)
+            raise IllegalActionError(action, legal, current, state=self)
         self.game.kernels.apply_action(self.array, int(action))
         self._history.append(int(action))
 
@@ -330,10 +368,10 @@ class State:
         if self.current_player() != SIMULTANEOUS:
             if len(actions) == 1:
                 return self.apply_action(actions[0])
-            raise IllegalActionError(list(actions), [], None)
+            raise IllegalActionError(list(actions), [], None, state=self)
         n = self.game.num_players
         if len(actions) != n:
-            raise IllegalActionError(list(actions), [], None) from ValueError(
+            raise IllegalActionError(list(actions), [], None, state=self) from ValueError(
                 f"expected {n} actions"
             )
         joint = np.empty(n, dtype=np.int64)
@@ -343,7 +381,7 @@ class State:
                 joint[player] = self.game.neutral_action
                 continue
             if not _is_int(action) or int(action) not in legal:
-                raise IllegalActionError(action, legal, player)
+                raise IllegalActionError(action, legal, player, state=self)
             joint[player] = int(action)
         self.game.kernels.apply_joint(self.array, joint)
         self._history.extend(int(a) for a in joint)
@@ -354,7 +392,7 @@ class State:
             if self.current_player() == SIMULTANEOUS:
                 lap = list(actions[i : i + self.game.num_players])
                 if len(lap) < self.game.num_players:
-                    raise IllegalActionError(lap, [], None)
+                    raise IllegalActionError(lap, [], None, state=self)
                 self.apply_actions(lap)
                 i += self.game.num_players
             else:

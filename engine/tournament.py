@@ -28,6 +28,7 @@ from engine.protocol import Game, GameError, State
 from engine.registry import parse_game_spec
 
 Z95 = 1.959963984540054
+SHOWN_FAULTS = 5  # fault messages per bot in a pairing's summary (all in games.parquet)
 SIDES = ("a", "b")
 
 
@@ -171,6 +172,7 @@ def _side_columns(side: str, stats: SeatStats) -> dict[str, Any]:
         f"{side}_peak_kb": stats.peak_kb,
         f"{side}_time_mean_ms": float(times.mean() * 1000) if times.size else 0.0,
         f"{side}_times_ms": [float(t * 1000) for t in times],
+        f"{side}_faults": list(stats.faults),
     }
 
 
@@ -289,6 +291,10 @@ def _bot_summary(spec: str, rows: Sequence[dict[str, Any]], side: str) -> dict[s
         "time_p95_ms": float(np.percentile(times, 95)) if times.size else 0.0,
         "peak_kb": max(int(row[f"{side}_peak_kb"]) for row in rows),
         **total,
+        # the first few faults, each with its game, in the game's words
+        "faults": [f"game {row['game']}: {f}" for row in rows for f in row[f"{side}_faults"]][
+            :SHOWN_FAULTS
+        ],
     }
 
 

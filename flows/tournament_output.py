@@ -57,22 +57,33 @@ def plot_scores(pairing_summaries: Sequence[dict[str, Any]], path: Path, title: 
     plt.close(figure)
 
 
-def pairing_table(summaries: Sequence[dict[str, Any]], title: str = ""):
-    """Rich tables: one line per pairing, then one per bot and pairing (time, memory, faults)."""
+def pairing_table(summaries: Sequence[dict[str, Any]], title: str = "", width: int = 80):
+    """Rich tables that fit `width` columns: the bots by number, one line per pairing (W/D/L,
+    score and Elo with their intervals), one line per bot and pairing (time, memory, faults)."""
+    from rich import box
     from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
 
-    results = Table(title=title or None)
-    for column in ("#", "A", "B", "W/D/L", "score A [95%]", "Elo A-B [95%]"):
-        results.add_column(column, justify="right" if column == "#" else "left")
-    bots = Table()
-    for column in ("#", "bot", "ms mean", "ms p95", "peak MiB", "illegal", "late", "crash"):
-        bots.add_column(column, justify="left" if column == "bot" else "right")
-    for number, s in enumerate(summaries, start=1):
+    numbers: dict[str, int] = {}
+    for s in summaries:
+        for spec in (s["spec_a"], s["spec_b"]):
+            numbers.setdefault(spec, len(numbers) + 1)
+    legend = Table(box=box.SIMPLE_HEAD)
+    legend.add_column("bot", justify="right")
+    legend.add_column("spec", no_wrap=True)
+    for spec, number in numbers.items():
+        legend.add_row(str(number), Text(shorten(spec, width - 9)))
+    results = Table(box=box.SIMPLE_HEAD)
+    for column in ("pairing", "W/D/L", "score A [95%]", "Elo A-B [95%]"):
+        results.add_column(column, no_wrap=True)
+    bots = Table(box=box.SIMPLE_HEAD)
+    for column in ("pairing", "bot", "ms mean", "ms p95", "peak MiB", "illegal", "late", "crash"):
+        bots.add_column(column, justify="left" if column == "pairing" else "right", no_wrap=True)
+    for s in summaries:
+        pairing = f"{numbers[s['spec_a']]} vs {numbers[s['spec_b']]}"
         results.add_row(
-            str(number),
-            s["spec_a"],
-            s["spec_b"],
+            pairing,
             f"{s['wins']}/{s['draws']}/{s['losses']}",
             f"{s['score']:.3f} [{s['score_low']:.3f}, {s['score_high']:.3f}]",
             f"{_elo_text(s['elo'], s['score'] - 0.5)} "
@@ -80,8 +91,8 @@ def pairing_table(summaries: Sequence[dict[str, Any]], title: str = ""):
         )
         for bot in s["bots"]:
             bots.add_row(
-                str(number),
-                bot["spec"],
+                pairing,
+                str(numbers[bot["spec"]]),
                 f"{bot['time_mean_ms']:.1f}",
                 f"{bot['time_p95_ms']:.1f}",
                 f"{bot['peak_kb'] / 1024:.0f}",
@@ -89,8 +100,16 @@ def pairing_table(summaries: Sequence[dict[str, Any]], title: str = ""):
                 str(bot["late"]),
                 str(bot["crashes"]),
             )
-    return Group(results, bots)
+    return Group(*([Text(title)] if title else []), legend, results, bots)
+
+
+def shorten(text: str, width: int) -> str:
+    """`text` cut in the middle to `width` characters (`alphabeta:eval=onnx:…/model.onnx`)."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
 
 
 def _elo_text(value: float | None, sign: float) -> str:
-    return f"{value:+.0f}" if value is not None else ("+inf" if sign > 0 else "-inf")
+    return f"{round(value) + 0:+d}" if value is not None else ("+inf" if sign > 0 else "-inf")

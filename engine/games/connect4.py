@@ -185,6 +185,7 @@ class Connect4(Game):
     kind = "duel"
     neutral_action = NEUTRAL
     evaluate = staticmethod(evaluate)  # numba dispatchers bind as methods otherwise
+    default_opponent = "alphabeta:ms=1000"
 
     def _kernels(self) -> KernelSet:
         return KERNELS
@@ -222,6 +223,12 @@ class Connect4(Game):
 
     def format_moves(self, actions) -> str:
         return "".join(str(a + 1) for a in actions)
+
+    def player_name(self, player: int) -> str:
+        return "XO"[player] if player in (0, 1) else super().player_name(player)
+
+    def illegal_reason(self, s: np.ndarray, action: int, player: int) -> str | None:
+        return f"column {action + 1} is full"  # the only way a column 1-7 can be refused
 
 
 # ---- data hooks (features/encode.py, features/symmetry.py) -------------------------------------

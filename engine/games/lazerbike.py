@@ -264,6 +264,8 @@ class Lazerbike(Game):
     kind = "war"
     simultaneous = True
     neutral_action = NEUTRAL
+    real_time = True
+    default_opponent = "simab:ms=100"
     evaluate = staticmethod(evaluate)  # numba dispatchers bind as methods otherwise
     default_params: ClassVar[dict[str, Any]] = {"players": 2, "teams": ""}
 
@@ -377,6 +379,20 @@ class Lazerbike(Game):
         if action == NEUTRAL:
             return "-"
         return ACTION_NAMES[action] if 0 <= action < 3 else str(action)
+
+    def player_name(self, player: int) -> str:
+        return "ABCD"[player] if 0 <= player < MAX_BIKES else super().player_name(player)
+
+    def arrow_action(self, s: np.ndarray, player: int, arrow: str) -> int | None:
+        """Arrows name compass headings (up = north); a bike can turn left or right or keep
+        going, so the arrow behind it is ignored; no key keeps going."""
+        if arrow == "":
+            return FORWARD
+        wanted = {"up": 0, "right": 1, "down": 2, "left": 3}.get(arrow)
+        if wanted is None or not s[ALIVE + player]:
+            return None
+        turn = (wanted - int(s[HEAD + player])) % 4
+        return {0: FORWARD, 1: RIGHT, 3: LEFT}.get(turn)
 
     def parse_moves(self, text: str) -> list[int]:
         """Integers (neutral -2) or words left/forward/right (or l/f/r, '-'), space/comma split."""

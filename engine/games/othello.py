@@ -358,6 +358,7 @@ class Othello(Game):
     kind = "duel"
     neutral_action = NEUTRAL
     evaluate = staticmethod(evaluate)  # numba dispatchers bind as methods otherwise
+    default_opponent = "alphabeta:ms=1000"
 
     def _kernels(self) -> KernelSet:
         return KERNELS
@@ -411,6 +412,18 @@ class Othello(Game):
 
     def format_moves(self, actions) -> str:
         return " ".join(square_name(int(a)) for a in actions)
+
+    def player_name(self, player: int) -> str:
+        return ("black", "white")[player] if player in (0, 1) else super().player_name(player)
+
+    def illegal_reason(self, s: np.ndarray, action: int, player: int) -> str | None:
+        if int(s[LEGAL]) == 0:
+            return f"{self.player_name(player)} has no move and must pass"
+        if action == PASS:
+            return "passing is allowed only when no move is legal"
+        if disc_owner(s, action) >= 0:
+            return f"{square_name(action)} is taken"
+        return "it flips nothing"
 
 
 # ---- data hooks (features/encode.py, features/symmetry.py) -------------------------------------

@@ -153,6 +153,7 @@ class Pig(Game):
     has_chance = True
     end_turn_action = HOLD
     neutral_action = NEUTRAL
+    default_opponent = "heuristic:hold=20"
     default_params: ClassVar[dict[str, Any]] = {"target": 50, "max_steps": DEFAULT_CAP}
 
     def _kernels(self) -> KernelSet:
@@ -209,3 +210,20 @@ class Pig(Game):
         if player == CHANCE:
             return str(action + 1)
         return {ROLL: "roll", HOLD: "hold"}.get(action, str(action))
+
+    def parse_moves(self, text: str) -> list[int]:
+        """Integers (action ids, die outcomes 0-5 included) or the words roll and hold."""
+        words = {"roll": ROLL, "hold": HOLD}
+        actions: list[int] = []
+        for token in text.replace(",", " ").split():
+            word = token.lower()
+            if word in words:
+                actions.append(words[word])
+            elif word.lstrip("-").isdigit():
+                actions.append(int(word))
+            else:
+                raise GameError(f"pig: moves are roll, hold or action ids, got {token!r}")
+        return actions
+
+    def player_name(self, player: int) -> str:
+        return f"P{player}"  # as the board shows them

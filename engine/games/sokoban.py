@@ -392,6 +392,7 @@ class Sokoban(Game):
     kind = "puzzle"
     simultaneous = True
     neutral_action = STAY
+    default_opponent = "planner"  # no opponent in a puzzle: the adviser behind `hint`
     default_params = {"level": "first"}  # noqa: RUF012 (the protocol's class attribute)
 
     def _kernels(self) -> KernelSet:
