@@ -16,8 +16,10 @@ mates maximise together); simultaneous games use simab.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
+from agents.analysis import Analysis
 from agents.base import Agent, AgentError, builder, option
 from agents.search import (  # noqa: F401  (re-exported: the names callers know)
     RESULT_BOUND,
@@ -36,7 +38,7 @@ ABORTED = 2  # index of the aborted flag in `stats` of older callers: use Outcom
 
 @dataclass
 class SearchResult:
-    """The outcome of one `analyse`: move, value for the player to move, depth, nodes."""
+    """The outcome of one `search`: move, value for the player to move, depth, nodes."""
 
     move: int
     value: float
@@ -100,8 +102,9 @@ class AlphaBetaAgent(Agent):
             self.core.search(state.array, state.current_player(), 1)
             self.core.forget()
 
-    def analyse(self, state: State) -> SearchResult:
-        """The search the spec names, from the player to move's point of view."""
+    def search(self, state: State) -> SearchResult:
+        """The search the spec names, from the player to move's point of view (values on the
+        core's scale: results are +-WIN_SCALE minus their distance)."""
         player = state.current_player()
         if player < 0:
             raise AgentError("alphabeta: nothing to search at this position")
@@ -113,4 +116,38 @@ class AlphaBetaAgent(Agent):
     def step(self, state: State, player: int | None = None) -> int:
         if state.current_player() < 0:
             return state.random_action(self.rng, player)
-        return self.analyse(state).move
+        return self.search(state).move
+
+    def analyse(self, state: State) -> Analysis:
+        """The search, then every root move searched to the depth the search reached: each
+        move's minimax value (at depth 1, one ply more), so the scores rank the moves."""
+        start = time.perf_counter()
+        result = self.search(state)
+        player, below = state.current_player(), max(result.depth - 1, 1)
+        values, ends, nodes = {}, {}, result.nodes
+        for action in state.legal_actions():
+            child = state.clone()
+            child.apply_action(action)
+            if child.is_terminal():
+                score = child.returns()[player] * WIN_SCALE  # a result right after the move
+            else:
+                out = self.core.search(child.array, player, min(below, self.max_depth))
+                score, nodes = out.value, nodes + out.nodes
+            values[action], end = _unit(score, 1)
+            if end:
+                ends[action] = end
+        value, end = _unit(result.value, 0)
+        return Analysis(
+            move=result.move, value=value, values=values, ends=ends,
+            seconds=time.perf_counter() - start,
+            extra={"depth": result.depth, "nodes": nodes, "exact": result.exact},
+        )  # fmt: skip
+
+
+def _unit(score: float, plies_before: int) -> tuple[float, int]:
+    """A core score as (value in [-1, 1], signed plies to a proven end or 0): results are
+    +-WIN_SCALE minus their distance, counted from `plies_before` plies below the position."""
+    if abs(score) <= RESULT_BOUND:
+        return score, 0
+    plies = round(WIN_SCALE - abs(score)) + plies_before
+    return (1.0, plies) if score > 0 else (-1.0, -plies)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from engine.protocol import Game, GameError, State
+
+if TYPE_CHECKING:
+    from agents.analysis import Analysis
 
 
 class AgentError(GameError):
@@ -18,6 +22,9 @@ class AgentError(GameError):
 class Agent:
     """Answers `step(state, player)` with an action for `player` (default: the one to move)."""
 
+    #: needs a person at this terminal (`human`): never seated in isolated mode or over HTTP
+    interactive: ClassVar[bool] = False
+
     def __init__(self, game: Game, spec: str, seed: int | None = None):
         self.game = game
         self.spec = spec
@@ -26,7 +33,20 @@ class Agent:
     def step(self, state: State, player: int | None = None) -> int:
         raise NotImplementedError
 
+    def analyse(self, state: State) -> Analysis:
+        """What the agent would play for the player to move, and why (agents.analysis); this
+        default only times `step`, agents that score moves override it."""
+        from agents.analysis import Analysis
 
+        player = state.current_player()
+        if player < 0:
+            raise AgentError(f"{self.spec}: analysis needs a player to move, not a {_NODE[player]}")
+        start = time.perf_counter()
+        move = self.step(state.clone(), player)
+        return Analysis(move=int(move), seconds=time.perf_counter() - start)
+
+
+_NODE = {-1: "chance node", -2: "simultaneous lap", -4: "finished game"}
 _BUILDERS: dict[str, Callable[..., Agent]] = {}
 _BUILTIN_MODULES = (
     "agents.random_agent",
@@ -43,6 +63,7 @@ _BUILTIN_MODULES = (
     "agents.neat_agent",
     "agents.td_agent",
     "agents.puct",
+    "agents.human",
 )
 
 
@@ -92,6 +113,13 @@ def make(spec: str, game: Game, seed: int | None = None) -> Agent:
     if name not in _BUILDERS:
         raise AgentError(f"unknown agent {name!r}; known: {', '.join(sorted(_BUILDERS))}")
     return _BUILDERS[name](game, spec, seed=seed, **options)
+
+
+def is_interactive(spec: str) -> bool:
+    """Whether the spec names an agent that needs a person at a terminal (`human`)."""
+    for module in _BUILTIN_MODULES:
+        importlib.import_module(module)
+    return bool(getattr(_BUILDERS.get(parse_spec(spec)[0]), "interactive", False))
 
 
 def _load_plugin(name: str) -> None:

@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from agents.base import Agent, AgentError, builder, make
+from agents.base import Agent, AgentError, builder, is_interactive, make
 from engine.protocol import Game, State
 
 #: set by the bot host (agents/host.py): file bots may only be built inside their own process
@@ -159,4 +159,9 @@ def check_spec(spec: str, game: Game, isolated: bool) -> None:
             _refuse_in_process(spec)
         check_file(spec)
         return
+    if isolated and is_interactive(spec):
+        raise AgentError(
+            f"{spec}: an isolated seat is a bot process with no terminal, so a person cannot "
+            "play it; drop --isolated to play at this terminal"
+        )
     make(spec, game, seed=0)

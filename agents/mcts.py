@@ -14,6 +14,7 @@ import time
 import numpy as np
 from numba import njit
 
+from agents.analysis import Analysis, from_search
 from agents.base import Agent, AgentError, builder, option
 from engine.bits import new_rng, rand_below, rand_unit
 from engine.loops import random_playout
@@ -263,6 +264,15 @@ class MCTSAgent(Agent):
             return state.random_action(self.rng, player)
         tree = self.search(state)
         return int(tree.action[tree.best_child()])
+
+    def analyse(self, state: State) -> Analysis:
+        """One search: visit shares, mean values, the move `step` would play."""
+        if state.current_player() < 0:
+            return super().analyse(state)  # the protocol's error
+        start = time.perf_counter()
+        tree = self.search(state)
+        move = int(tree.action[tree.best_child()])
+        return from_search(move, *tree.root_children(), time.perf_counter() - start)
 
     def policy(self, state: State) -> np.ndarray:
         """Searches `state` and returns the root's visit shares over all `num_actions` (zero on

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agents.analysis import Analysis
 from agents.base import Agent, AgentError, builder
 from agents.guards import GuardedChooser, parse_guards
 from engine.protocol import CHANCE, TERMINAL, Game, State
@@ -22,3 +23,11 @@ class RandomAgent(Agent):
         if self.guards is None or state.current_player() in (CHANCE, TERMINAL):
             return state.random_action(self.rng, player)
         return self.guards.choose(state.array, player)
+
+    def analyse(self, state: State) -> Analysis:
+        """Unguarded: the uniform policy over the legal moves; guarded: only the choice."""
+        found = super().analyse(state)
+        if self.guards is None:
+            legal = state.legal_actions()
+            found.policy = dict.fromkeys(legal, 1.0 / len(legal))
+        return found

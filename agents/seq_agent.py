@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.analysis import Analysis
 from agents.base import Agent, AgentError, builder
 from agents.guards import lap_filter, parse_guards, turn_filter
 from agents.sequence_codec import decode_one_hot_actions, one_hot_actions, rounds_from_steps
@@ -99,6 +100,7 @@ class Predictor:
     """Scores of every action (higher is better) for `player` after the context rounds."""
 
     game_spec = ""
+    log_scores = False  # the scores are log-probabilities
 
     def scores(self, context: np.ndarray, player: int) -> np.ndarray:
         raise NotImplementedError
@@ -157,6 +159,8 @@ class HmmPredictor(Predictor):
 
     def model(self, player: int):
         return self.models.get(player, next(iter(self.models.values())))
+
+    log_scores = True
 
     def scores(self, context: np.ndarray, player: int) -> np.ndarray:
         posterior = self.model(player).predict_proba(self.encode(context))[-1]
@@ -232,6 +236,8 @@ class CrfPredictor(Predictor):
 
     The sidecar JSON gives the game, variant, window and seats; without one (a registry that
     kept only the model file) they are read from the model's feature names."""
+
+    log_scores = True
 
     def __init__(self, path: Path, game: Game):
         import pycrfsuite
@@ -424,10 +430,34 @@ class SeqAgent(Agent):
             return self.game.neutral_action
         if len(moves) == 1:
             return int(moves[0])
+        scores = self.scores(state, player, moves)
+        best = np.flatnonzero(scores == scores.max())
+        return int(moves[best[int(self.rng.integers(len(best)))]])
+
+    def scores(self, state: State, player: int, moves: np.ndarray) -> np.ndarray:
+        """The model's score of each of `moves` (NaN read as -inf)."""
         rounds = history_rounds(self.game, state)
         g = self.game
         context = decision_context(rounds, player, g.simultaneous, g.neutral_action)
         scores = np.asarray(self.predictor.scores(context, player), dtype=np.float64)[moves]
-        scores = np.nan_to_num(scores, nan=-np.inf)
-        best = np.flatnonzero(scores == scores.max())
-        return int(moves[best[int(self.rng.integers(len(best)))]])
+        return np.nan_to_num(scores, nan=-np.inf)
+
+    def analyse(self, state: State) -> Analysis:
+        """The choice, and the model's weights of the moves the guards keep: its probabilities
+        renormalised over them (log-probabilities exponentiated first), or a softmax of
+        scores that are not probabilities (an mse model's closeness)."""
+        found = super().analyse(state)
+        player = state.current_player()
+        moves = self.candidates(state, player)
+        scores = self.scores(state, player, moves)
+        finite = np.isfinite(scores)
+        if finite.any():
+            if self.predictor.log_scores or (scores[finite] < 0).any():
+                weights = np.where(finite, np.exp(scores - scores[finite].max()), 0.0)
+            else:
+                weights = np.where(finite, scores, 0.0)
+            if weights.sum() > 0:
+                shares = weights / weights.sum()
+                found.policy = {int(a): float(v) for a, v in zip(moves, shares, strict=True)}
+        found.extra["guarded_moves"] = len(moves)
+        return found

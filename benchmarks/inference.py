@@ -126,7 +126,7 @@ def search_rates(spec: str, depth: int, positions: int) -> dict[str, float]:
     agent = make(spec, g, seed=0)
     nodes = evaluations = 0
     seconds = 0.0
-    agent.analyse(g.new_initial_state(seed=99, opening=6))  # warm up (sessions, caches)
+    agent.search(g.new_initial_state(seed=99, opening=6))  # warm up (sessions, caches)
     for k in range(positions):
         state = g.new_initial_state(seed=k, opening=6)
         began = time.perf_counter()

@@ -26,14 +26,14 @@ def measure(name: str, depth: int, opening: int, positions: int) -> dict[str, fl
 
     game = load_game(name)
     agent = make(f"alphabeta:depth={depth}", game, seed=0)
-    agent.analyse(game.new_initial_state(seed=10_000, opening=opening))  # compile / warm up
+    agent.search(game.new_initial_state(seed=10_000, opening=opening))  # compile / warm up
     nodes, seconds, searched = 0, 0.0, 0
     for k in range(positions):
         state = game.new_initial_state(seed=k, opening=opening)
         if state.is_terminal():
             continue
         began = time.perf_counter()
-        result = agent.analyse(state)
+        result = agent.search(state)
         seconds += time.perf_counter() - began
         nodes += result.nodes
         searched += 1

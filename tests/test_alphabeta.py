@@ -55,13 +55,13 @@ def minimax(game, s: np.ndarray, depth: int, ply: int = 0, view: int | None = No
 def test_forced_win_connect4(connect4):
     # X: d1 e1 to move; c1 or f1 makes two threats at once: a win on the third ply
     state = connect4.state_from_history(connect4.parse_moves("4455"))
-    shallow = make("alphabeta:depth=2", connect4).analyse(state)
+    shallow = make("alphabeta:depth=2", connect4).search(state)
     assert abs(shallow.value) < 2
-    deep = make("alphabeta:depth=6", connect4).analyse(state)
+    deep = make("alphabeta:depth=6", connect4).search(state)
     assert deep.move in (2, 5) and deep.value == WIN_SCALE - 3 and deep.exact
     # the other side of it: O to move against the double threat loses on the second ply
     state = connect4.state_from_history(connect4.parse_moves("44553"))
-    assert make("alphabeta:depth=4", connect4).analyse(state).value == -(WIN_SCALE - 2)
+    assert make("alphabeta:depth=4", connect4).search(state).value == -(WIN_SCALE - 2)
 
 
 def root_values(game, state, depth: int) -> list[tuple[int, float]]:
@@ -94,7 +94,7 @@ def test_fixed_depth_is_plain_minimax_value_and_move(name, depth, plies):
         values = root_values(game, state, depth)
         expected = max(v for _, v in values)
         first_best = next(a for a, v in values if v == expected)
-        result = agent.analyse(state)
+        result = agent.search(state)
         assert result.depth == depth
         assert result.value == expected, (state.history(), result, expected)
         assert result.move == first_best, (state.history(), result, values)
@@ -104,7 +104,7 @@ def test_respects_time_and_node_budget(connect4):
     agent = make("alphabeta:ms=30", connect4)
     state = connect4.new_initial_state()
     began = time.perf_counter()
-    result = agent.analyse(state)
+    result = agent.search(state)
     assert time.perf_counter() - began < 1.0  # generous: shared CI cores
     assert 2 <= result.depth < connect4.max_game_length
     stopped = agent.core.search(state.array, 0, 12, budget=50)  # a node budget stops it
@@ -114,7 +114,7 @@ def test_respects_time_and_node_budget(connect4):
 def test_deterministic_for_a_seed(connect4):
     state = connect4.new_initial_state(seed=2, opening=6)
     spec = "alphabeta:depth=3,eval=playout,playouts=4"
-    first = [make(spec, connect4, seed=11).analyse(state) for _ in range(2)]
+    first = [make(spec, connect4, seed=11).search(state) for _ in range(2)]
     assert first[0] == first[1]
     moves = [make("alphabeta:depth=5", connect4, seed=s).step(state.clone()) for s in (1, 2)]
     assert moves[0] == moves[1]
@@ -164,7 +164,7 @@ def test_no_heuristic_needs_playouts():
     with pytest.raises(AgentError, match="no heuristic"):
         make("alphabeta", game)
     state = game.state_from_history(game.parse_moves("4455"))
-    result = make("alphabeta:depth=4,eval=playout,playouts=2", game).analyse(state)
+    result = make("alphabeta:depth=4,eval=playout,playouts=2", game).search(state)
     assert result.value == WIN_SCALE - 3
 
 

@@ -100,7 +100,7 @@ def test_value_is_two_p_minus_one_of_the_side_to_move(connect4, value_path):
 def test_depth_one_takes_the_centre_by_hand(connect4, value_path):
     agent = make(f"alphabeta:depth=1,eval=onnx:{value_path}", connect4)
     state = connect4.new_initial_state()
-    result = agent.analyse(state)
+    result = agent.search(state)
     # every move leaves the opponent to move: the centre stone scores 2 x 0.02 for the mover
     assert (result.move, result.depth) == (3, 1)
     assert result.value == pytest.approx(2 * CENTER, abs=1e-6)
@@ -113,13 +113,13 @@ def test_values_match_the_numba_search_with_the_same_function(connect4, value_pa
     numba = make("alphabeta:depth=3", game)
     onnx = make(f"alphabeta:depth=3,eval=onnx:{value_path}", connect4)
     state = connect4.state_from_history(history)
-    expected, got = numba.analyse(state), onnx.analyse(state)
+    expected, got = numba.search(state), onnx.search(state)
     assert got.value == pytest.approx(expected.value, abs=1e-5)
     assert got.exact == expected.exact
     child = state.clone()  # the chosen move is worth the value found
     child.apply_action(got.move)
     if not child.is_terminal():
-        assert -onnx.analyse(child).value <= got.value + 1e-5
+        assert -onnx.search(child).value <= got.value + 1e-5
 
 
 def test_finds_a_forced_win_and_respects_a_time_limit(connect4, value_path):
@@ -127,7 +127,7 @@ def test_finds_a_forced_win_and_respects_a_time_limit(connect4, value_path):
     state = connect4.state_from_history([0, 6, 0, 6, 0])  # seat 1 must block column 0
     assert agent.step(state) == 0
     state = connect4.state_from_history([0, 6, 0, 6, 0, 6])  # seat 0 wins in column 0 now
-    result = agent.analyse(state)
+    result = agent.search(state)
     assert (result.move, result.exact) == (0, True) and result.value > 2
     timed = make(f"alphabeta:ms=50,eval=onnx:{value_path}", connect4, seed=1)
     move = timed.step(connect4.new_initial_state())
