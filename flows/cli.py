@@ -14,6 +14,8 @@ from typing import Annotated
 
 import typer
 
+from flows.play_commands import SCENARIO, scenario_options
+
 app = typer.Typer(
     name="gridbots",
     help="A factory for game-playing bots on grid games.",
@@ -23,6 +25,18 @@ app = typer.Typer(
 )
 bench_app = typer.Typer(help="Speed measurements (JSON with --json).", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
+
+
+@app.callback()
+def _options(
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="Show the libraries' own warnings and logs.")
+    ] = False,
+) -> None:
+    """A factory for game-playing bots on grid games."""
+    from engine.noise import set_verbose
+
+    set_verbose(verbose)
 
 
 class UserError(Exception):
@@ -44,12 +58,13 @@ def games(as_json: Annotated[bool, typer.Option("--json", help="Machine-readable
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="gridbots games")
+    table = Table(box=box.SIMPLE_HEAD)
     for column in ("name", "kind", "players", "simultaneous", "chance", "actions", "max length"):
-        table.add_column(column)
+        table.add_column(column, no_wrap=True)
     for row in rows:
         table.add_row(
             row["name"],
@@ -128,29 +143,44 @@ def show(
         str, typer.Option(help="Comma-separated agent specs, one per seat (default random).")
     ] = "",
     delay: Annotated[float, typer.Option(min=0, help="Seconds to pause between boards.")] = 0.0,
+    moves: Annotated[
+        str | None, typer.Option(help="Replay this history (then the agents play on, if named).")
+    ] = None,
+    scenario: SCENARIO = None,
 ):
-    """Plays one game and prints the board after every move."""
+    """Plays one game (or replays a history) and prints the board after every move."""
     from agents import make_seats
     from engine import SIMULTANEOUS
 
     g = _game(game)
     seats = make_seats(agents, g, seed=seed)
-    state = g.new_initial_state(seed=seed)
+    state = g.new_initial_state(seed=seed, **scenario_options(scenario))
     typer.echo(f"{g!r}, seed {seed}: {', '.join(seat.spec for seat in seats)}\n")
     typer.echo(str(state))
     import numpy as np
 
     chance_rng = np.random.default_rng(seed)
     step = 0
+    replay = list(state.history()) + g.parse_moves(moves) if moves is not None else None
+    if replay is not None:
+        g.state_from_history(replay, seed=seed, **scenario_options(scenario))  # checked first
     while not state.is_terminal():
+        if replay is not None and len(state.history()) >= len(replay) and not agents:
+            break
         step += 1
         player = state.current_player()
+        if replay is not None and len(state.history()) < len(replay):
+            said = _replay_step(g, state, replay)
+            typer.echo(f"\nstep {step}: {said}\n{state}")
+            continue
         if player == SIMULTANEOUS:
             actions = [
                 seats[p].step(state, p) if state.legal_actions(p) else g.neutral_action
                 for p in range(g.num_players)
             ]
-            said = ", ".join(f"P{p + 1} {g.action_to_string(p, a)}" for p, a in enumerate(actions))
+            said = ", ".join(
+                f"{g.player_name(p)} {g.action_to_string(p, a)}" for p, a in enumerate(actions)
+            )
             state.apply_actions(actions)
         elif player < 0:
             action = state.random_action(chance_rng)
@@ -158,13 +188,29 @@ def show(
             state.apply_action(action)
         else:
             action = seats[player].step(state, player)
-            said = f"P{player + 1} {g.action_to_string(player, action)}"
+            said = f"{g.player_name(player)} {g.action_to_string(player, action)}"
             state.apply_action(action)
         typer.echo(f"\nstep {step}: {said}\n{state}")
         if delay:
             time.sleep(delay)
-    typer.echo(f"\nreturns: {state.returns()}")
+    if state.is_terminal():
+        typer.echo(f"\nreturns: {state.returns()}")
     typer.echo(f"history: {g.format_moves(state.history())}")
+
+
+def _replay_step(g, state, replay: list[int]) -> str:
+    """Plays the next move (or simultaneous lap) of a history; what happened, for `show`."""
+    from engine import CHANCE, SIMULTANEOUS
+
+    done, player = len(state.history()), state.current_player()
+    if player == SIMULTANEOUS:
+        lap = replay[done : done + g.num_players]
+        state.apply_actions(lap)
+        moves = (f"{g.player_name(p)} {g.action_to_string(p, a)}" for p, a in enumerate(lap))
+        return ", ".join(moves)
+    state.apply_action(replay[done])
+    who = "chance" if player == CHANCE else g.player_name(player)
+    return f"{who} {g.action_to_string(player, replay[done])}"
 
 
 @app.command()
@@ -232,6 +278,7 @@ _register_command_groups()
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: user errors become one stderr line and exit code 2, never a traceback."""
+    from agents.human import Quit
     from engine.protocol import GameError, IllegalActionError
 
     command = typer.main.get_command(app)
@@ -249,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     except (GameError, IllegalActionError, UserError, FileNotFoundError) as problem:
         print(f"gridbots: error: {problem}", file=sys.stderr)
         return 2
+    except (Quit, KeyboardInterrupt):  # a person left a game: what was played is printed
+        print("gridbots: stopped", file=sys.stderr)
+        return 130
     except BrokenPipeError:
         return 0
     return code if isinstance(code, int) else 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console
 from rich.panel import Panel
 from rich.progress import Progress
@@ -44,7 +45,7 @@ def main(match_games: int = 20) -> None:
             seed=0,
             on_game=lambda _: progress.advance(task),
         )
-    table = Table(title=f"connect4, {match_games} games, sides swapped")
+    table = Table(title=f"connect4, {match_games} games, sides swapped", box=box.SIMPLE_HEAD)
     for column in ("agent", "vs", "W", "D", "L", "score"):
         table.add_column(column)
     table.add_row(

@@ -151,37 +151,30 @@ def bots_promote(
     _gate(name, version, games, baseline, seed)
 
 
-def _evidence(tags: dict[str, str]) -> str:
-    keys = ("promotion.decision", "promotion.score", "promotion.interval", "promotion.games")
-    shown = [f"{k.split('.', 1)[1]}={tags[k]}" for k in keys if k in tags]
-    for key, value in sorted(tags.items()):
-        if key.startswith("eval.") and ("accuracy" in key or "loss" in key):
-            try:
-                shown.append(f"{key[5:]}={float(value):.4g}")
-            except ValueError:
-                shown.append(f"{key[5:]}={value}")
-    if tags.get("export.parity_max_abs_diff", "n/a") != "n/a":
-        shown.append(f"parity={tags['export.parity_max_abs_diff']}")
-    return ", ".join(shown)
-
-
-def _table(models: list[dict[str, Any]]) -> None:
-    from rich.console import Console
+def _table(models: list[dict[str, Any]]):
+    """One line per model: its production version and that version's evidence."""
+    from rich import box
     from rich.table import Table
 
-    table = Table(title="gridbots registry")
-    for column in ("model", "version", "aliases", "dataset", "evidence"):
-        table.add_column(column, overflow="fold")
+    from models.registry import production_summary
+
+    table = Table(box=box.SIMPLE_HEAD)
+    for column in ("model", "production", "promotion score [95%]", "games", "dataset"):
+        table.add_column(column, no_wrap=True)
     for model in models:
-        for v in model["versions"]:
-            table.add_row(
-                model["name"],
-                v["version"],
-                " ".join(f"@{a}" for a in v["aliases"]),
-                v["tags"].get("dataset.sha256", "")[:12],
-                _evidence(v["tags"]),
-            )
-    Console().print(table)
+        bot = production_summary(model)
+        count = len(model["versions"])
+        if bot is None:
+            table.add_row(model["name"], f"none of {count}", "-", "-", "-")
+            continue
+        score = "-"
+        if bot["score"] is not None and bot["low"] is not None:
+            score = f"{bot['score']:.3f} [{bot['low']:.3f}, {bot['high']:.3f}]"
+        table.add_row(
+            model["name"], f"{bot['version']} of {count}", score, bot["games"] or "-",
+            bot["dataset"][:12] or "-",
+        )  # fmt: skip
+    return table
 
 
 @bots_app.command("list")
@@ -195,7 +188,10 @@ def bots_list(as_json: Annotated[bool, typer.Option("--json", help="Machine-read
     elif not models:
         typer.echo("no registered models yet (gridbots train … --register)")
     else:
-        _table(models)
+        from rich.console import Console
+
+        Console().print(_table(models))
+        typer.echo("each version's evidence: gridbots bots show NAME")
 
 
 @bots_app.command("show")
@@ -203,7 +199,7 @@ def bots_show(
     name: Annotated[str, typer.Argument(help="Registered model, e.g. connect4-lstm.")],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable.")] = False,
 ):
-    """One registered model: aliases, and every version's tags in full."""
+    """One registered model: aliases, and every version's evidence in full."""
     from models.registry import describe
 
     model = describe(name)
@@ -214,9 +210,32 @@ def bots_show(
     typer.echo(f"{model['name']}  aliases: {aliases or 'none'}")
     for v in model["versions"]:
         typer.echo(f"\nversion {v['version']} {' '.join('@' + a for a in v['aliases'])}".rstrip())
-        typer.echo(f"  run {v['run_id']}, created {v['created']}, source {v['source']}")
-        for key, value in sorted(v["tags"].items()):
-            typer.echo(f"  {key}: {value}")
+        typer.echo(f"  run {v['run_id']}, created {v['created']}")
+        typer.echo(f"  source {v['source']}")
+        for group, tags in _evidence_groups(v["tags"]):
+            typer.echo(f"  {group}:")
+            for key, value in tags:
+                typer.echo(f"    {key}: {value}")
+
+
+#: how `bots show` orders a version's tags: (heading, key prefix)
+EVIDENCE_GROUPS = (
+    ("promotion", "promotion."),
+    ("held-out evaluation", "eval."),
+    ("export", "export."),
+    ("data", "dataset"),
+    ("training", ""),
+)
+
+
+def _evidence_groups(tags: dict[str, str]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The tags under their headings, each key once (the last heading takes the rest)."""
+    left, groups = dict(tags), []
+    for heading, prefix in EVIDENCE_GROUPS:
+        keys = sorted(k for k in left if k.startswith(prefix))
+        if keys:
+            groups.append((heading, [(k, left.pop(k)) for k in keys]))
+    return groups
 
 
 def register(app: typer.Typer) -> None:

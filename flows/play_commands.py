@@ -8,8 +8,10 @@ AgentError, which cli.main prints as one line with exit code 2.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -48,8 +50,14 @@ def _setup(game_spec: str, specs: list[str], isolated: bool, **settings: Any):
     return game, config, make_agent, command()
 
 
-def _progress(total: int, label: str):
-    """A rich progress bar on stderr (silent when stderr is not a terminal)."""
+def _progress(total: int, label: str, specs: Sequence[str] = ()):
+    """A rich progress bar on stderr (silent when stderr is not a terminal, and when a person
+    plays a seat: the board and the prompt own the screen then, and each game's end is told)."""
+    from agents.base import is_interactive
+
+    if any(is_interactive(spec) for spec in specs):
+        return contextlib.nullcontext(), _tell_result
+
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
@@ -65,6 +73,12 @@ def _progress(total: int, label: str):
     )
     task = progress.add_task(label, total=total)
     return progress, lambda _row: progress.advance(task)
+
+
+def _tell_result(row: dict) -> None:
+    """A finished game, for the person playing in a match."""
+    outcome = {1.0: "A wins", 0.5: "draw", 0.0: "B wins"}[row["score_a"]]
+    typer.echo(f"\ngame {row['game'] + 1} ({row['seats']}): {outcome}; history {row['history']}")
 
 
 def match(
@@ -96,7 +110,7 @@ def match(
         opening=opening,
         levels=levels,
     )
-    progress, advance = _progress(games, f"{spec_a} vs {spec_b}")
+    progress, advance = _progress(games, f"{spec_a} vs {spec_b}", [spec_a, spec_b])
     with progress:
         rows = play_pairing(g, spec_a, spec_b, config, make_seat, host, advance)
     summary = {"game": g.spec(), **summarize_pairing(rows)}
@@ -139,7 +153,7 @@ def tournament(
         levels=levels,
     )
     total = games * len(pairings(specs, form))
-    progress, advance = _progress(total, f"{form} on {g.spec()}")
+    progress, advance = _progress(total, f"{form} on {g.spec()}", specs)
     with progress:
         rows, summary = run_tournament(g, specs, config, form, make_seat, host, advance)
     summary["files"] = write_outputs(out, rows, summary)
@@ -155,13 +169,17 @@ def _report(summary: dict, pairing_summaries: list, as_json: bool, title: str) -
     from flows.tournament_output import pairing_table
 
     console = Console()
-    console.print(pairing_table(pairing_summaries, title))
+    console.print(pairing_table(pairing_summaries, title, console.width))
     if "standings" in summary:
         for rank, row in enumerate(summary["standings"], start=1):
             console.print(
                 f"{rank}. {row['spec']}: {row['score']:.3f} "
                 f"[{row['score_low']:.3f}, {row['score_high']:.3f}] over {row['games']} games"
             )
+    for s in pairing_summaries:  # what went wrong, in the game's words
+        for bot in s["bots"]:
+            for fault in bot.get("faults", []):
+                typer.echo(f"{bot['spec']}, {fault}")
     if "files" in summary:
         console.print("wrote " + ", ".join(summary["files"].values()))
 
@@ -223,7 +241,115 @@ def _answer(game, agent, line: str, seed: int, player: int | None) -> str:
     return game.action_to_string(current, int(agent.step(state.clone(), current)))
 
 
+# ---- a person at the terminal ------------------------------------------------------------------
+SCENARIO = Annotated[
+    list[str] | None,
+    typer.Option("--scenario", help="key=value, repeatable: opening=4, start=random."),
+]
+
+
+def scenario_options(items: Sequence[str] | None) -> dict[str, Any]:
+    """`opening=4` → {"opening": 4}: whole numbers become ints, anything else stays text."""
+    from engine.protocol import GameError
+
+    options: dict[str, Any] = {}
+    for item in items or ():
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise GameError(f"--scenario {item!r}: expected key=value")
+        value = value.strip()
+        options[key.strip()] = int(value) if value.lstrip("-").isdigit() else value
+    return options
+
+
+def replay_command(game, state, seed: int, scenario: dict[str, Any]) -> str:
+    """The `gridbots show` line that replays a game (seed and scenario only where they matter)."""
+    import shlex
+
+    parts = ["gridbots", "show", game.spec()]
+    extra = {k: v for k, v in scenario.items() if k != "opening"}  # the history holds it
+    if extra:
+        parts += ["--seed", str(seed)]
+        for key, value in extra.items():
+            parts += ["--scenario", f"{key}={value}"]
+    return " ".join(shlex.quote(p) for p in [*parts, "--moves", game.format_moves(state.history())])
+
+
+def opponent_for(game, spec: str | None) -> tuple[str, str]:
+    """(spec, what it is): the one asked for, else the game's best bot in production, else the
+    game's strong built-in."""
+    if spec:
+        return spec, spec
+    from models.registry import production_bots
+
+    bots = production_bots(game.name)
+    if not bots:
+        return game.default_opponent, f"{game.default_opponent} (built in; nothing in production)"
+    best = bots[0]
+    evidence = ""
+    if best["score"] is not None:
+        evidence = f", promotion score {best['score']:.3f} vs {best['opponent'] or 'baseline'}"
+    return best["spec"], f"{best['name']}/{best['version']} (the production bot{evidence})"
+
+
+def play(
+    game: GAME,
+    opponent: Annotated[
+        str | None,
+        typer.Argument(
+            help="Agent spec (default: the game's production bot, else a strong built-in).",
+            show_default=False,
+        ),
+    ] = None,
+    first: Annotated[bool, typer.Option("--first/--second", help="Move first or second.")] = True,
+    seed: Annotated[
+        int | None, typer.Option(help="Scenario, dice and agent seed (default: a new one).")
+    ] = None,
+    scenario: SCENARIO = None,
+    laps_per_s: Annotated[
+        float, typer.Option("--laps-per-s", min=0.2, max=20, help="Pace of real-time games.")
+    ] = 2.0,
+):
+    """Play a bot yourself: moves in the game's notation, `undo`, `hint`, `history`, `quit`."""
+    import random
+
+    from agents import make
+    from agents.human import NO_TERMINAL, HumanAgent, has_terminal
+    from agents.terminal_play import Session, outcome
+    from engine import parse_game_spec
+    from engine.protocol import GameError
+
+    g = parse_game_spec(game)
+    if not has_terminal():
+        raise GameError(f"play: {NO_TERMINAL}; run it in a terminal (match/move serve pipes)")
+    options = scenario_options(scenario)
+    seed = random.randrange(10_000) if seed is None else seed
+    spec, about = opponent_for(g, opponent)
+    puzzle = g.kind == "puzzle"
+    humans = list(range(g.num_players)) if puzzle else [0 if first else 1]
+    bots = {p: make(spec, g, seed=seed + p) for p in range(g.num_players) if p not in humans}
+    adviser = make(spec, g, seed=seed) if puzzle else None
+    g.new_initial_state(seed=seed, **options)  # a bad scenario fails before the greeting
+    you = " and ".join(g.player_name(p) for p in humans)
+    against = f"the game itself, hints from {about}" if puzzle else about
+    typer.echo(f"{g.spec()}, seed {seed}: you are {you}, against {against}")
+    if g.real_time:
+        from agents.real_time import play_real_time
+
+        state, stopped = play_real_time(g, humans[0], bots, laps_per_s, seed, options)
+        typer.echo("game stopped" if stopped else outcome(state, humans))
+    else:
+        human = HumanAgent(g, "human", seed)
+        typer.echo("type a move as listed, or: undo, hint, history, help, quit")
+        session = Session(g, human, humans, next(iter(bots.values()), None), adviser, seed, options)
+        state = session.play()
+    if state.history():
+        typer.echo(f"history: {g.format_moves(state.history())}")
+        typer.echo(f"replay: {replay_command(g, state, seed, options)}")
+
+
 def register(app: typer.Typer) -> None:
     app.command()(match)
     app.command()(tournament)
     app.command()(move)
+    app.command()(play)

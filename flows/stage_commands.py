@@ -29,14 +29,20 @@ DEFAULT_PARAMS = Path("params.yaml")
 
 
 def _quiet() -> None:
-    for key, value in (
+    """No telemetry; and unless `--verbose`, Prefect's console shows warnings and errors only
+    (the runs' INFO logs still reach the Prefect UI)."""
+    from engine.noise import verbose
+
+    settings = [
         ("DO_NOT_TRACK", "1"),
         ("MLFLOW_DISABLE_TELEMETRY", "1"),
         ("DVC_NO_ANALYTICS", "1"),
         ("GX_ANALYTICS_ENABLED", "false"),
         ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"),
-        ("TF_CPP_MIN_LOG_LEVEL", "2"),
-    ):
+    ]
+    if not verbose():  # TensorFlow's log: engine.noise.import_tensorflow
+        settings.append(("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING"))
+    for key, value in settings:
         os.environ.setdefault(key, value)
 
 

@@ -22,17 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from engine.noise import import_tensorflow
 from models.base import ModelError
 
 OPSET = 17
 TOLERANCE = 1e-4
 MAX_IR_VERSION = 10  # the newest IR onnxruntime 1.31 reads
 PARITY_SAMPLES = 256
-
-
-def quiet_tensorflow() -> None:
-    """Mute TensorFlow's C++ logging (set before the first import to take effect)."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def _as_list(value: Any) -> list:
@@ -58,8 +54,8 @@ def keras_outputs(model: Any, inputs: Any, batch: int = 256) -> Any:
 def _convert(model: Any, input_name: Any, sample: Any, opset: int) -> Any:
     """The raw ONNX ModelProto of `model` (inputs named as given, batch axis free)."""
     import onnx
-    import tensorflow as tf
 
+    tf = import_tensorflow()
     logging.getLogger("tf2onnx").setLevel(logging.ERROR)  # "freezing failed, fixing" chatter
     specs = [
         tf.TensorSpec((None, *array.shape[1:]), tf.float32, name=name)
@@ -224,9 +220,8 @@ def export_keras(
 def keras_seeded(seed: int) -> Any:
     """Keras, imported late (TensorFlow takes seconds), seeded and with deterministic ops: the
     same run gives the same model however busy the cores are (thread timing changes nothing)."""
-    quiet_tensorflow()
+    tf = import_tensorflow()
     import keras
-    import tensorflow as tf
 
     keras.utils.set_random_seed(int(seed))
     tf.config.experimental.enable_op_determinism()

@@ -229,6 +229,59 @@ def list_models(client: Any = None) -> list[dict[str, Any]]:
     return [describe(name, client) for name in names]
 
 
+def production_summary(model: dict[str, Any]) -> dict[str, Any] | None:
+    """A described model's @production version and its promotion evidence, or None."""
+    version = model["aliases"].get(PRODUCTION)
+    if version is None:
+        return None
+    tags = next((v["tags"] for v in model["versions"] if v["version"] == version), {})
+    low, high = _interval(tags.get("promotion.interval", ""))
+    return {
+        "spec": f"registry:{model['name']}@{PRODUCTION}",
+        "name": model["name"],
+        "version": version,
+        "score": _number(tags.get("promotion.score")),
+        "low": low,
+        "high": high,
+        "games": tags.get("promotion.games", ""),
+        "opponent": tags.get("promotion.opponent", ""),
+        "dataset": tags.get("dataset.sha256", ""),
+    }
+
+
+def production_bots(game: str) -> list[dict[str, Any]]:
+    """The game's models with a @production version, the best evidence first (the lower end
+    of the promotion score's interval, then the score). Empty where no registry exists yet: a
+    SQLite store that is not there is not created."""
+    from models.tracking import tracking_uri
+
+    uri = tracking_uri()
+    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///") :]).is_file():
+        return []
+    name = game.split(":", 1)[0]
+    found = [
+        summary
+        for model in list_models()
+        if model["name"].startswith(f"{name}-") and (summary := production_summary(model))
+    ]
+    return sorted(found, key=lambda b: (-(b["low"] or 0.0), -(b["score"] or 0.0)))
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        return float(text) if text else None
+    except ValueError:
+        return None
+
+
+def _interval(text: str) -> tuple[float | None, float | None]:
+    """`[0.4012, 0.8123]` → (0.4012, 0.8123); (None, None) when absent or unreadable."""
+    parts = text.strip("[] ").split(",")
+    if len(parts) != 2:
+        return None, None
+    return _number(parts[0].strip()), _number(parts[1].strip())
+
+
 # ---- promotion ---------------------------------------------------------------------------------
 @dataclass
 class Decision:

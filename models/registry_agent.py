@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from agents.analysis import Analysis
 from agents.base import Agent, AgentError, builder, make
 from engine.protocol import Game, State
 
@@ -83,7 +84,13 @@ class RegistryAgent(Agent):
             joiner = ":" if inner.count(":") == 1 and "=" not in inner else ","
             inner += joiner + ",".join(f"{k}={v}" for k, v in options.items())
         self.source = path
+        self.reference = f"{reference} ({kind})"
         self.inner = make(inner, game, seed)
 
     def step(self, state: State, player: int | None = None) -> int:
         return self.inner.step(state, player)
+
+    def analyse(self, state: State) -> Analysis:
+        found = self.inner.analyse(state)
+        found.extra["model"] = self.reference
+        return found

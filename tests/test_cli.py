@@ -73,7 +73,7 @@ def test_show_with_agents_per_seat():
     ("args", "fragment"),
     [
         (["perft", "chess", "--depth", "2"], "unknown game 'chess'"),
-        (["perft", "connect4", "--depth", "2", "--moves", "4444444"], "illegal action"),
+        (["perft", "connect4", "--depth", "2", "--moves", "4444444"], "column 4 is full"),
         (["perft", "connect4", "--depth", "2", "--moves", "48"], "digits 1-7"),
         (["perft", "connect4", "--dept", "2"], "No such option"),
         (["perft", "connect4"], "Missing option"),
@@ -126,6 +126,9 @@ def test_solve_refuses_other_games():
 
 
 def test_showcase_renders_games_and_plays_a_match():
-    done = gridbots("showcase", "--games", "2")
+    done = gridbots("showcase", "--games", "2", env={"COLUMNS": "80"})
     assert done.returncode == 0, done.stderr
     assert "connect4, 2 games, sides swapped" in done.stdout and "lazerbike" in done.stdout
+    lines = done.stdout.splitlines()
+    row = next(line for line in lines if "mcts:sims=200" in line)  # the table: one line a row
+    assert "random" in row and max(len(line) for line in lines) <= 80

@@ -39,7 +39,8 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-def test_train_sweep_register_list_show_export_promote_and_play(sandbox, capsys):
+def test_train_sweep_register_list_show_export_promote_and_play(sandbox, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
     code, out, _ = run(
         capsys,
         *("train", "connect4", "stub", "--data", "counts.npz", "--param", "agent=mcts:sims=100"),
@@ -66,8 +67,17 @@ def test_train_sweep_register_list_show_export_promote_and_play(sandbox, capsys)
     assert code == 0 and "aliases: @production -> 1" in out
     assert "promotion.decision: promoted" in out and "dataset.sha256: " in out
 
-    code, out, _ = run(capsys, "bots", "list")
-    assert code == 0 and "connect4-stub" in out and "@production" in out
+    code, out, _ = run(capsys, "bots", "list")  # one line per model at 80 columns
+    row = next(line for line in out.splitlines() if "connect4-stub" in line)
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= 80
+    assert row.split()[1:4] == ["1", "of", "1"] and "[" in row and "]" in row
+    assert row.split()[-2] == "8"  # the gate's games
+
+    from engine import load_game
+    from flows.play_commands import opponent_for  # `gridbots play connect4` meets this bot
+
+    spec, about = opponent_for(load_game("connect4"), None)
+    assert spec == "registry:connect4-stub@production" and "connect4-stub/1" in about
 
     run_id = version["run_id"]
     code, out, _ = run(capsys, "export", run_id, "--out", "shipped")

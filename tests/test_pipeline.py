@@ -274,3 +274,31 @@ def test_dask_cluster_gives_the_rows_of_a_local_run(chain, tmp_path):
     here = pq.read_table(root / "evaluation/connect4/games.parquet", columns=columns)
     there = pq.read_table(tmp_path / "evaluation/connect4/games.parquet", columns=columns)
     assert here.to_pylist() == there.to_pylist()
+
+
+def test_a_training_stage_and_a_registry_move_print_nothing_on_stderr(chain):
+    """Quiet by default (engine.noise): a training stage (TensorFlow on a CPU-only machine,
+    Prefect, MLflow) run as dvc runs it, then a move by the model it registered."""
+    import os
+    import sys
+
+    from prefect.settings import PREFECT_API_URL
+
+    root, params, _ = chain
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    env = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "COLUMNS")}
+    env.update(PYTHONPATH=str(REPO), PREFECT_API_URL=str(PREFECT_API_URL.value()))
+
+    def gridbots(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "flows.cli", *args], cwd=root, env=env,
+            capture_output=True, text=True, timeout=1200,
+        )  # fmt: skip
+
+    trained = gridbots("stage", "train", "connect4", "value_mlp")
+    assert trained.returncode == 0 and trained.stderr == "", trained.stderr[-3000:]
+    version = trained.stdout.split("version ")[1].split(",")[0]
+    bot = f"registry:connect4-value-mlp/{version}"
+    moved = gridbots("move", "connect4", bot, "--moves", "4453")
+    assert moved.returncode == 0 and moved.stderr == "", moved.stderr[-3000:]
+    assert moved.stdout.strip() in list("1234567")

@@ -82,7 +82,10 @@ def test_move_answers_each_line_as_soon_as_it_is_read():
         bot.stdin.close()
         assert bot.wait(timeout=60) == 2
         errors = bot.stderr.read().strip().splitlines()
-        assert len(errors) == 1 and "line 2" in errors[0] and "illegal action 3" in errors[0]
+        assert errors == [
+            'gridbots: error: line 2: illegal move 4 for X after "444444": column 4 is full; '
+            "legal: 1 2 3 5 6 7"
+        ]
     finally:
         bot.kill()
 
@@ -112,7 +115,12 @@ def test_move_on_a_simultaneous_game():
         (["tournament", "connect4", "random", "mcts", "--format", "swiss"], "format 'swiss'"),
         (["tournament", "connect4", "random"], "at least two"),
         (["match", "sokoban", "random", "random", "--levels", "nope"], "unknown level"),
-        (["move", "connect4", "random", "--moves", "4444444"], "illegal action"),
+        (["move", "connect4", "random", "--moves", "4444444"], "column 4 is full"),
+        (["move", "othello", "random", "--moves", "d3 a1"], "a1 for white: it flips nothing"),
+        (["match", "connect4", "human", "random"], "a person plays at a terminal"),
+        (["match", "connect4", "human", "random", "--isolated"], "an isolated seat is a bot"),
+        (["tournament", "pig", "human", "random", "--isolated"], "an isolated seat is a bot"),
+        (["play", "connect4", "random"], "run it in a terminal"),
         (["move", "connect4", "random", "--moves", "9"], "digits 1-7"),
         (["move", "connect4", "random", "--moves", "1212121"], "game is over"),
         (["move", "chess", "random"], "unknown game"),
