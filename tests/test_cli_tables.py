@@ -12,8 +12,9 @@ import pytest
 
 from agents import make
 from engine import load_game
-from engine.tournament import MatchConfig, pairing_table, play_pairing, summarize_pairing
+from engine.tournament import MatchConfig, play_pairing, summarize_pairing
 from flows.cli import main
+from flows.tournament_output import pairing_table
 
 WIDTH = 80
 LONG = "alphabeta:depth=4,eval=onnx:/home/someone/gridbots/exports/connect4/value_mlp/model.onnx"
