@@ -80,9 +80,12 @@ class Analysis:
             head += f" ({_end_text(self.ends[self.move])})"
         elif self.value is not None:
             head += f", value {self.value:+.2f} for {game.player_name(player)}"
-        facts = [f"{self.seconds:.2f} s"] + [
-            f"{k} {_plain(v)}" for k, v in self.extra.items() if isinstance(v, int | float | str)
-        ]
+        facts = [f"{self.seconds:.2f} s"]
+        for key, value in self.extra.items():
+            if isinstance(value, bool | np.bool_):
+                facts += [key] if value else []  # `exact`, when it is
+            elif isinstance(value, int | float | str | np.number):
+                facts.append(f"{key} {_plain(value)}")
         lines = [f"{head}  [{', '.join(facts)}]"]
         cells = []
         for action in self.ranked()[:shown]:

@@ -154,16 +154,19 @@ def show(
 
     g = _game(game)
     seats = make_seats(agents, g, seed=seed)
-    state = g.new_initial_state(seed=seed, **scenario_options(scenario))
-    typer.echo(f"{g!r}, seed {seed}: {', '.join(seat.spec for seat in seats)}\n")
+    options = scenario_options(scenario)
+    state = g.new_initial_state(seed=seed, **options)
+    replay = None
+    if moves is not None:  # checked whole before anything is shown
+        replay = state.history() + g.parse_moves(moves)
+        g.state_from_history(replay, seed=seed, **options)
+    who = ", ".join(seat.spec for seat in seats) if replay is None or agents else "a replay"
+    typer.echo(f"{g!r}, seed {seed}: {who}\n")
     typer.echo(str(state))
     import numpy as np
 
     chance_rng = np.random.default_rng(seed)
     step = 0
-    replay = list(state.history()) + g.parse_moves(moves) if moves is not None else None
-    if replay is not None:
-        g.state_from_history(replay, seed=seed, **scenario_options(scenario))  # checked first
     while not state.is_terminal():
         if replay is not None and len(state.history()) >= len(replay) and not agents:
             break

@@ -209,7 +209,9 @@ def start_prefect_server(port: int | None = None) -> tuple[subprocess.Popen, str
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
     api = f"http://127.0.0.1:{port}/api"
-    if not _wait_http(f"{api}/health", 90, process):
+    # Prefect's own setting for how long a server may take to start (busy machines: raise it)
+    patience = float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS") or 90)
+    if not _wait_http(f"{api}/health", patience, process):
         process.terminate()
         raise typer.Exit(1)
     return process, api
@@ -293,6 +295,12 @@ def ui(
     finally:
         for process in (prefect, mlflow):
             process.terminate()
+        for process in (prefect, mlflow):
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 def _tracking_uri(params: Path) -> str:

@@ -79,6 +79,8 @@ def test_show_with_agents_per_seat():
         (["perft", "connect4"], "Missing option"),
         (["show", "connect4", "--agents", "wizard"], "unknown agent 'wizard'"),
         (["show", "connect4", "--agents", "mcts:sims=lots"], "sims"),
+        (["show", "connect4", "--moves", "4444444"], "column 4 is full"),
+        (["show", "connect4", "--scenario", "opening"], "expected key=value"),
         (["show", "lazerbike:players=9"], "players"),
         (["show", "sokoban:level=/nonexistent/level.txt"], "level"),
         (["bench", "engine", "connect4", "--seconds", "-1"], "--seconds"),

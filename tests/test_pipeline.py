@@ -302,3 +302,23 @@ def test_a_training_stage_and_a_registry_move_print_nothing_on_stderr(chain):
     moved = gridbots("move", "connect4", bot, "--moves", "4453")
     assert moved.returncode == 0 and moved.stderr == "", moved.stderr[-3000:]
     assert moved.stdout.strip() in list("1234567")
+
+
+def test_the_readme_where_and_match_commands_on_the_pipelines_outputs(chain, capsys, monkeypatch):
+    """The README's first screen after `make demo` (test_readme.FIRST_SCREEN), on this chain's
+    outputs; the match with 2 games instead of 20."""
+    from test_readme import FIRST_SCREEN
+
+    from flows.cli import main
+
+    root, params, results = chain
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    monkeypatch.chdir(root)
+    assert main(FIRST_SCREEN[2].split()[1:]) == 0  # gridbots where
+    out = capsys.readouterr().out
+    assert "connect4 tournament" in out and "reports/README.md" in out and "make ui" in out
+    assert results["promote"]["families"]["value-mlp"]["production"]
+    match = FIRST_SCREEN[4].replace("--games 20", "--games 2").split()[1:]
+    assert main(match) == 0
+    out = capsys.readouterr().out
+    assert "registry:connect4-value-mlp@production" in out and "W/D/L" in out
