@@ -316,7 +316,7 @@ def test_the_readme_where_and_match_commands_on_the_pipelines_outputs(chain, cap
     monkeypatch.chdir(root)
     assert main(FIRST_SCREEN[2].split()[1:]) == 0  # gridbots where
     out = capsys.readouterr().out
-    assert "connect4 tournament" in out and "reports/README.md" in out and "make ui" in out
+    assert "connect4 tournament" in out and "reports/pipeline/README.md" in out and "make ui" in out
     assert results["promote"]["families"]["value-mlp"]["production"]
     match = FIRST_SCREEN[4].replace("--games 20", "--games 2").split()[1:]
     assert main(match) == 0
