@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from flows.play_commands import SCENARIO, scenario_options
+from flows.cli_options import SCENARIO, scenario_options
 
 app = typer.Typer(
     name="gridbots",

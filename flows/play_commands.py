@@ -17,6 +17,8 @@ from typing import Annotated, Any
 
 import typer
 
+from flows.cli_options import SCENARIO, scenario_options
+
 GAME = Annotated[str, typer.Argument(help="Game name, optionally with parameters.")]
 GAMES = Annotated[int, typer.Option("--games", min=1, help="Games per pairing (sides swapped).")]
 ISOLATED = Annotated[
@@ -242,24 +244,6 @@ def _answer(game, agent, line: str, seed: int, player: int | None) -> str:
 
 
 # ---- a person at the terminal ------------------------------------------------------------------
-SCENARIO = Annotated[
-    list[str] | None,
-    typer.Option("--scenario", help="key=value, repeatable: opening=4, start=random."),
-]
-
-
-def scenario_options(items: Sequence[str] | None) -> dict[str, Any]:
-    """`opening=4` → {"opening": 4}: whole numbers become ints, anything else stays text."""
-    from engine.protocol import GameError
-
-    options: dict[str, Any] = {}
-    for item in items or ():
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            raise GameError(f"--scenario {item!r}: expected key=value")
-        value = value.strip()
-        options[key.strip()] = int(value) if value.lstrip("-").isdigit() else value
-    return options
 
 
 def replay_command(game, state, seed: int, scenario: dict[str, Any]) -> str:
