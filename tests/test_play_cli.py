@@ -116,7 +116,10 @@ def test_move_on_a_simultaneous_game():
         (["tournament", "connect4", "random"], "at least two"),
         (["match", "sokoban", "random", "random", "--levels", "nope"], "unknown level"),
         (["move", "connect4", "random", "--moves", "4444444"], "column 4 is full"),
-        (["move", "othello", "random", "--moves", "d3 a1"], 'a1 for white after "d3": it flips nothing'),
+        (
+            ["move", "othello", "random", "--moves", "d3 a1"],
+            'a1 for white after "d3": it flips nothing',
+        ),
         (["match", "connect4", "human", "random"], "a person plays at a terminal"),
         (["match", "connect4", "human", "random", "--isolated"], "an isolated seat is a bot"),
         (["tournament", "pig", "human", "random", "--isolated"], "an isolated seat is a bot"),
