@@ -121,6 +121,10 @@ class Game:
     symmetries: ClassVar[Callable | None] = None
     #: `heuristic_action(state, player, options) -> action`: the game's hand-written policy
     heuristic_action: ClassVar[Callable | None] = None
+    #: `(script_action, names)`: scripted partial-turn policies for the `hps` agent, where
+    #: numba `script_action(s, k, actions, scratch, follow) -> action` is script k's next action
+    #: for the player to move (`actions`, `follow`: int64[num_actions] buffers; `scratch` like s)
+    portfolio: ClassVar[tuple[Callable, tuple[str, ...]] | None] = None
     #: `layout(s) -> {name: array}`: the grid description planners read (Sokoban)
     layout: ClassVar[Callable | None] = None
     #: `walk_grid(s, player) -> (costs, width, height, start)`: path-finding grid (Lazerbike)
@@ -178,6 +182,10 @@ class Game:
 
     def action_to_string(self, player: int, action: int) -> str:
         return str(action)
+
+    def ends_turn(self, action: int) -> bool:
+        """Whether `action` ends a multi-action turn (tactics: End Turn on any cell)."""
+        return self.end_turn_action is not None and action == self.end_turn_action
 
     # ---- notation --------------------------------------------------------------------------
     def parse_moves(self, text: str) -> list[int]:
