@@ -24,7 +24,7 @@ YARDSTICK = next(  # the workspace's shared/ beside the checkout (or above a wor
      if (p / "shared/yardstick/c4_random_playouts.c").is_file()),
     Path("shared/yardstick/c4_random_playouts.c"),
 )  # fmt: skip
-GAMES = ["connect4", "othello", "lazerbike", "lazerbike:players=4", "sokoban", "pig"]
+GAMES = ["connect4", "othello", "lazerbike", "lazerbike:players=4", "sokoban", "pig", "tactics"]
 
 
 def run_yardstick(binary: Path, seconds: float) -> float:
@@ -59,6 +59,8 @@ def main() -> None:
         report["connect4_vs_c"] = None  # no C compiler or yardstick on this machine
     othello = results["othello"]["games_per_s"]
     report["othello_target"] = {"games_per_s": othello, "target": 250_000}
+    tactics = results["tactics"]["moves_per_s"]  # each move: list the legal actions, apply one
+    report["tactics_target"] = {"moves_per_s": tactics, "target": 1_000_000}
     print(json.dumps(report, indent=2))
 
 
