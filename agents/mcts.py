@@ -4,7 +4,8 @@ One simulation: select down the tree by UCB1 (chance nodes: the least visited ou
 outcomes are sampled evenly), expand the leaf's children at once, play one random rollout,
 back the returns up through parent pointers. Each node stores the value for the player who
 chose the move into it, so multi-action turns (the same player moving twice) need nothing
-special. Spec: `mcts:sims=N,c=1.41` or `mcts:ms=T`.
+special. Spec: `mcts:sims=N,c=1.41` or `mcts:ms=T`; `per=turn` searches once per turn and plays
+the most visited path through it, as study 001 does (default `per=action`: a search per action).
 """
 
 from __future__ import annotations
@@ -32,17 +33,32 @@ ROOT = 0
 
 
 class Tree:
-    """Flat node arrays; `size[0]` nodes are in use."""
+    """Flat node arrays; `size[0]` nodes are in use.
+
+    Only the root is initialised: the search writes every field of a node when it creates it,
+    so a large capacity (sims x num_actions for 4,320-action games) costs no time until used.
+    """
 
     def __init__(self, capacity: int):
-        self.parent = np.full(capacity, -1, dtype=np.int64)
-        self.first_child = np.full(capacity, -1, dtype=np.int64)
-        self.num_children = np.zeros(capacity, dtype=np.int64)
-        self.action = np.zeros(capacity, dtype=np.int64)
-        self.mover = np.full(capacity, CHANCE, dtype=np.int64)
-        self.visits = np.zeros(capacity, dtype=np.int64)
-        self.value = np.zeros(capacity, dtype=np.float64)
-        self.proven = np.zeros(capacity, dtype=np.int64)
+        self.parent = np.empty(capacity, dtype=np.int64)
+        self.first_child = np.empty(capacity, dtype=np.int64)
+        self.num_children = np.empty(capacity, dtype=np.int64)
+        self.action = np.empty(capacity, dtype=np.int64)
+        self.mover = np.empty(capacity, dtype=np.int64)
+        self.visits = np.empty(capacity, dtype=np.int64)
+        self.value = np.empty(capacity, dtype=np.float64)
+        self.proven = np.empty(capacity, dtype=np.int64)
+        for array, root in (
+            (self.parent, -1),
+            (self.first_child, -1),
+            (self.num_children, 0),
+            (self.action, 0),
+            (self.mover, CHANCE),
+            (self.visits, 0),
+            (self.value, 0.0),
+            (self.proven, 0),
+        ):
+            array[ROOT] = root
         self.size = np.ones(1, dtype=np.int64)
 
     def arrays(self) -> tuple:
@@ -234,6 +250,9 @@ class MCTSAgent(Agent):
         self.ms = option(options, "ms", float, 0.0)
         self.c = option(options, "c", float, 1.41)
         self.solve = option(options, "solve", _boolean, False)
+        self.per = option(options, "per", str, "action")
+        if self.per not in ("action", "turn"):
+            raise AgentError("mcts: per must be action (search before every action) or turn")
         if options:
             raise AgentError(f"mcts: unknown option(s) {sorted(options)}")
         if self.sims < 1 or self.ms < 0 or self.c < 0:
@@ -242,6 +261,7 @@ class MCTSAgent(Agent):
             raise AgentError(f"mcts: {game.name} is simultaneous; use simab")
         self._rng = new_rng(0 if seed is None else seed)
         self.last_tree: Tree | None = None
+        self._root_history: list[int] | None = None
 
     def search(self, state: State) -> Tree:
         """Builds the search tree for `state` within the simulation or time budget."""
@@ -262,7 +282,12 @@ class MCTSAgent(Agent):
     def step(self, state: State, player: int | None = None) -> int:
         if state.current_player() in (CHANCE, SIMULTANEOUS, TERMINAL):
             return state.random_action(self.rng, player)
+        if self.per == "turn":
+            planned = self._follow_plan(state)
+            if planned is not None:
+                return planned
         tree = self.search(state)
+        self._root_history = state.history()
         return int(tree.action[tree.best_child()])
 
     def analyse(self, state: State) -> Analysis:
@@ -273,6 +298,29 @@ class MCTSAgent(Agent):
         tree = self.search(state)
         move = int(tree.action[tree.best_child()])
         return from_search(move, *tree.root_children(), time.perf_counter() - start)
+    def _follow_plan(self, state: State) -> int | None:
+        """Study 001's turn recovery: one search per turn, then the most visited actions down
+        the same tree, through the chance outcomes that really happened, until the turn ends.
+        None when the turn's search has not been made (or the tree ends): search again."""
+        tree, root = self.last_tree, self._root_history
+        history = state.history()
+        if tree is None or root is None or history[: len(root)] != root:
+            return None
+        node = ROOT
+        for action in history[len(root) :]:
+            if self.game.ends_turn(action):
+                return None
+            first, count = tree.first_child[node], tree.num_children[node]
+            kids = np.flatnonzero(tree.action[first : first + count] == action)
+            if len(kids) == 0:
+                return None
+            node = first + int(kids[0])
+        if tree.num_children[node] == 0:
+            return None
+        best = tree.best_child(node)
+        if tree.visits[best] == 0 or tree.mover[best] != state.current_player():
+            return None
+        return int(tree.action[best])
 
     def policy(self, state: State) -> np.ndarray:
         """Searches `state` and returns the root's visit shares over all `num_actions` (zero on
@@ -301,6 +349,6 @@ class MCTSAgent(Agent):
             if tree.mover[node] != player:
                 break
             actions.append(int(tree.action[node]))
-            if actions[-1] == self.game.end_turn_action or tree.visits[node] == 0:
+            if self.game.ends_turn(actions[-1]) or tree.visits[node] == 0:
                 break
         return actions

@@ -98,3 +98,27 @@ def test_plan_is_the_rest_of_the_turn():
     agent = make("mcts:sims=400", pig, seed=7)
     plan = agent.plan(pig.new_initial_state())
     assert plan in ([0], [1])  # a roll hands over to chance; a hold ends the turn
+
+
+def test_per_turn_searches_once_and_follows_the_real_chance_outcome():
+    pig = load_game("pig", target=30)
+    agent = make("mcts:sims=2000,per=turn", pig, seed=5)
+    state = pig.new_initial_state()
+    assert agent.step(state) == 0  # rolling from 0 is best
+    tree = agent.last_tree
+    state.apply_action(0)
+    state.apply_action(3)  # the die shows 4
+    roll = tree.first_child[0] + list(
+        tree.action[tree.first_child[0] : tree.first_child[0] + 2]
+    ).index(0)
+    four = tree.first_child[roll] + 3
+    expected = int(tree.action[tree.best_child(four)])
+    assert agent.step(state) == expected and agent.last_tree is tree  # no new search
+    state.apply_action(1)  # hold: the other player's turn needs a search of its own
+    agent.step(state)
+    assert agent.last_tree is not tree
+
+
+def test_per_turn_is_checked():
+    with pytest.raises(AgentError):
+        make("mcts:per=game", load_game("pig"))
