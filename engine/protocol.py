@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -51,6 +51,23 @@ class IllegalActionError(ValueError):
 
 class GameError(ValueError):
     """Bad game parameters or scenario (unknown option, unreadable level, ...)."""
+
+
+class Portfolio(NamedTuple):
+    """A game's scripted partial-turn policies (study 004's portfolio), all numba functions.
+
+    action(s, k, actions, scratch, follow) -> script k's next action for the player to move
+        (`actions`, `follow`: int64[num_actions] buffers, `scratch` shaped like s)
+    moves(s, player, out) -> count: the turn-level moves of a node (script ids)
+    play(s, k): script k plays the rest of the mover's turn, in place
+    playout(s, q) -> the result for player q of a scripted playout to the end
+    """
+
+    names: tuple[str, ...]
+    action: Callable
+    moves: Callable
+    play: Callable
+    playout: Callable
 
 
 @dataclass(frozen=True)
@@ -121,10 +138,8 @@ class Game:
     symmetries: ClassVar[Callable | None] = None
     #: `heuristic_action(state, player, options) -> action`: the game's hand-written policy
     heuristic_action: ClassVar[Callable | None] = None
-    #: `(script_action, names)`: scripted partial-turn policies for the `hps` agent, where
-    #: numba `script_action(s, k, actions, scratch, follow) -> action` is script k's next action
-    #: for the player to move (`actions`, `follow`: int64[num_actions] buffers; `scratch` like s)
-    portfolio: ClassVar[tuple[Callable, tuple[str, ...]] | None] = None
+    #: scripted partial-turn policies for hierarchical portfolio search (`hps`, see Portfolio)
+    portfolio: ClassVar[Portfolio | None] = None
     #: `layout(s) -> {name: array}`: the grid description planners read (Sokoban)
     layout: ClassVar[Callable | None] = None
     #: `walk_grid(s, player) -> (costs, width, height, start)`: path-finding grid (Lazerbike)

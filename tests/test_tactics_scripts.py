@@ -100,3 +100,75 @@ def test_scripts_are_deterministic():
     while state.is_chance_node():
         state.apply_action(state.random_action(rng))
     assert len({choice(state.clone(), "kite") for _ in range(3)}) == 1
+
+
+# ---- the portfolio as turn-level moves ---------------------------------------------------------
+def _started(seed: int, units: int = 2):
+    state = load_game("tactics", units=units).new_initial_state(seed=seed)
+    rng = np.random.default_rng(seed)
+    while state.is_chance_node():
+        state.apply_action(state.random_action(rng))
+    return state
+
+
+def _by_steps(state, script: int, whole_game: bool):
+    """The same scripted play through the State API, one action at a time."""
+    from engine.games.tactics.scripts import seeded_draw
+
+    state = state.clone()
+    buffers = scratch_buffers(len(state.array))
+    turn = int(state.array[L.TURN])
+    while not state.is_terminal() and (whole_game or int(state.array[L.TURN]) == turn):
+        if state.is_chance_node():
+            state.apply_action(int(seeded_draw(state.array, buffers[0])))
+        else:
+            state.apply_action(int(script_action(state.array, script, *buffers)))
+    return state
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_scripted_turn_is_the_scripts_actions_until_the_turn_ends(seed):
+    from engine.games.tactics.scripts import play_script_turn
+
+    state = _started(seed)
+    for k in range(len(SCRIPT_NAMES)):
+        s = state.array.copy()
+        play_script_turn(s, k)
+        expected = _by_steps(state, k, whole_game=False)
+        assert np.array_equal(s, expected.array)
+        assert s[L.TURN] == state.array[L.TURN] + 1 or expected.is_terminal()
+
+
+def test_portfolio_moves_drop_scripts_that_repeat_a_turn():
+    from engine.games.tactics.scripts import play_script_turn, portfolio_moves
+
+    for seed in range(6):
+        state = _started(seed)
+        out = np.empty(8, dtype=np.int64)
+        n = portfolio_moves(state.array, state.current_player(), out)
+        ends = []
+        for k in range(len(SCRIPT_NAMES)):
+            s = state.array.copy()
+            play_script_turn(s, k)
+            ends.append(s.tobytes())
+        assert n == len(set(ends)) and out[0] == 0
+        assert len({ends[k] for k in out[:n]}) == n  # the kept ones all differ
+        assert portfolio_moves(state.array, 1 - state.current_player(), out) == 0
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_scripted_playout_is_the_attack_script_on_both_sides(seed):
+    from engine.games.tactics.scripts import scripted_playout
+
+    state = _started(seed, units=3)
+    final = _by_steps(state, SCRIPT_NAMES.index("attack"), whole_game=True)
+    for q in (0, 1):
+        assert scripted_playout(state.array, q) == final.returns()[q]
+
+
+def test_material_evaluation_follows_health():
+    state = position([(0, "K", "a1"), (1, "K", "l12")])
+    game = state.game
+    assert game.evaluate(state.array, 0) == pytest.approx(0.0)
+    state.array[L.unit_base(1) + L.HP] = 4
+    assert game.evaluate(state.array, 0) > 0.3 and game.evaluate(state.array, 1) < -0.3

@@ -72,7 +72,7 @@ from engine.games.tactics.layout import (  # noqa: E402
     PLANES,
     SIZE,
 )
-from engine.protocol import Game, GameError, KernelSet  # noqa: E402
+from engine.protocol import Game, GameError, KernelSet, Portfolio  # noqa: E402
 from engine.registry import register  # noqa: E402
 
 KERNELS = KernelSet.collect(vars(rules))
@@ -168,4 +168,11 @@ class Tactics(Game):
 
 #: action ids lie on the board's cells, IDS per cell and nothing after (a per-cell policy head)
 Tactics.action_cells = (IDS, 0)
-Tactics.portfolio = (scripts.script_action, scripts.SCRIPT_NAMES)
+Tactics.portfolio = Portfolio(
+    scripts.SCRIPT_NAMES,
+    scripts.script_action,
+    scripts.portfolio_moves,
+    scripts.play_script_turn,
+    scripts.scripted_playout,
+)
+Tactics.evaluate = staticmethod(scripts.evaluate)

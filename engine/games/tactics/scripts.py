@@ -39,6 +39,7 @@ from engine.games.tactics.layout import (
     MAX_HP,
     MOVE,
     MOVE_OFFSETS,
+    NUM_ACTIONS,
     NUM_UNITS,
     SHATTER,
     SHIELD,
@@ -49,13 +50,15 @@ from engine.games.tactics.layout import (
     SPARK_DIVE,
     SPEAR,
     SWORD,
+    TURN,
     WEAK_SPARK,
     bit,
     dist2,
     offset_cell,
     unit_base,
 )
-from engine.games.tactics.rules import apply_action, current_player, legal_actions
+from engine.games.tactics.rules import apply_action, current_player, legal_actions, returns
+from engine.protocol import CHANCE, TERMINAL
 
 SCRIPT_NAMES = ("attack", "kite", "heal", "combo", "guard")
 NUM_SCRIPTS = len(SCRIPT_NAMES)
@@ -293,10 +296,92 @@ def script_action(s, script, actions, scratch, follow):
 
 def scratch_buffers(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The buffers `script_action` needs: two action lists and a scratch state."""
-    from engine.games.tactics.layout import NUM_ACTIONS
-
     return (
         np.empty(NUM_ACTIONS, dtype=np.int64),
         np.empty(size, dtype=np.int64),
         np.empty(NUM_ACTIONS, dtype=np.int64),
     )
+
+
+# ---- the portfolio as turn-level moves (agents/hps.py) ------------------------------------------
+@njit(cache=True)
+def seeded_draw(s, actions):
+    """A chance outcome picked by a hash of the whole position: searches that meet the same
+    position see the same draw, so a transposition table stays consistent."""
+    h = np.uint64(0x9E3779B97F4A7C15)
+    for i in range(s.shape[0]):
+        h ^= np.uint64(s[i])
+        h *= np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(31)
+    n = legal_actions(s, CHANCE, actions)
+    return actions[np.int64(h % np.uint64(n))]
+
+
+@njit(cache=True)
+def portfolio_moves(s, player, out):
+    """The turn-level moves of a node: one per script, less the scripts whose turn ends in the
+    same position as an earlier script's (they would only repeat a subtree)."""
+    if current_player(s) != player or player < 0:
+        return 0
+    ends = np.empty((NUM_SCRIPTS, s.shape[0]), dtype=np.int64)
+    n = 0
+    for k in range(NUM_SCRIPTS):
+        ends[n] = s
+        play_script_turn(ends[n], k)
+        repeated = False
+        for j in range(n):
+            if np.array_equal(ends[j], ends[n]):
+                repeated = True
+                break
+        if not repeated:
+            out[n] = k
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def play_script_turn(s, script):
+    """Script `script` plays the acting unit's whole turn in place; a draw inside the turn
+    (Action Drawing) is `seeded_draw`; the next unit's turn-start draw is left to the search."""
+    actions = np.empty(NUM_ACTIONS, dtype=np.int64)
+    follow = np.empty(NUM_ACTIONS, dtype=np.int64)
+    scratch = np.empty_like(s)
+    turn = s[TURN]
+    while s[TURN] == turn:
+        player = current_player(s)
+        if player == TERMINAL:
+            return
+        if player == CHANCE:
+            apply_action(s, seeded_draw(s, actions))
+        else:
+            apply_action(s, script_action(s, script, actions, scratch, follow))
+
+
+@njit(cache=True)
+def scripted_playout(s, q):
+    """Study 004's playout evaluation: the `attack` script plays both sides to the end (draws
+    seeded by the position); the result for player q."""
+    game = s.copy()
+    actions = np.empty(NUM_ACTIONS, dtype=np.int64)
+    follow = np.empty(NUM_ACTIONS, dtype=np.int64)
+    scratch = np.empty_like(s)
+    out = np.zeros(2)
+    while True:
+        player = current_player(game)
+        if player == TERMINAL:
+            returns(game, out)
+            return out[q]
+        if player == CHANCE:
+            apply_action(game, seeded_draw(game, actions))
+        else:
+            apply_action(game, script_action(game, ATTACK, actions, scratch, follow))
+
+
+@njit(cache=True)
+def evaluate(s, player):
+    """The hand-written material heuristic in [-1, 1] (HPS_R's kind of evaluation)."""
+    if current_player(s) == TERMINAL:
+        out = np.zeros(2)
+        returns(s, out)
+        return out[player]
+    return np.tanh(worth(s, player) / 20.0)
