@@ -64,6 +64,7 @@ _BUILTIN_MODULES = (
     "agents.td_agent",
     "agents.puct",
     "agents.human",
+    "agents.hps",
 )
 
 
