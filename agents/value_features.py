@@ -13,8 +13,9 @@ the per-state encoders live here, on the same game hooks features.encode uses:
   seat-observation  the whole observation seen by seat 0, then a one-hot of the side to move
                 (the TD networks of models.td: they read seat 0's pieces and seat 1's, and
                 turn their estimate for seat 1 into the mover's inside the graph)
+  value-planes  the game's observation planes seen by the given player, flattened
 
-Both return float32 vectors; tests check them against features.encode on generated datasets.
+Each returns float32 vectors; tests check them against features.encode on generated datasets.
 The count of immediately winning actions is agents.guards.immediate_wins, the one definition
 the dataset techniques use too.
 """
@@ -27,7 +28,7 @@ from agents.guards import immediate_wins, win_buffers
 from engine.protocol import Game
 from engine.specialise import bind
 
-ENCODINGS = ("board-onehot", "count-onehot", "seat-observation")
+ENCODINGS = ("board-onehot", "count-onehot", "seat-observation", "value-planes")
 COUNT_LENGTH = 40  # the one-hot width of one count (features.encode imports it from here)
 
 
@@ -41,6 +42,8 @@ def input_size(game: Game, encoding: str) -> int:
         return (game.observation_shape[0] + 2) * COUNT_LENGTH
     if encoding == "seat-observation":
         return int(np.prod(game.observation_shape)) + game.num_players
+    if encoding == "value-planes":
+        return int(np.prod(game.observation_shape))
     raise ValueError(f"no per-state encoder for encoding {encoding!r}; known: {ENCODINGS}")
 
 
@@ -76,6 +79,11 @@ class ValueEncoder:
             return self._board(states, players)
         if self.encoding == "seat-observation":
             return self._seat(states, players)
+        if self.encoding == "value-planes":
+            out = np.zeros((len(states), self.size), dtype=np.float32)
+            for i, (s, p) in enumerate(zip(states, players, strict=True)):
+                self.game.kernels.observation(s, int(p), out[i])
+            return out
         return np.stack([self._count(s, int(p)) for s, p in zip(states, players, strict=True)])
 
     def _board(self, states: np.ndarray, players: np.ndarray) -> np.ndarray:

@@ -227,6 +227,32 @@ def planes(positions: Any, game, augment: bool = False) -> dict[str, np.ndarray]
     return arrays
 
 
+def value_planes(positions: Any, game) -> dict[str, np.ndarray]:
+    """Value-network rows over observation planes seen from BOTH players of a two-player game:
+    each position twice, once per player, with that player's outcome (the mover's negated for
+    the other). A search asks a value network about positions where either side, or chance, is
+    to move; seen from one side only, half of them would lie outside its training data."""
+    table = arrow(positions)
+    states = _states(table)
+    info = _row_info(table)
+    size = int(np.prod(game.observation_shape))
+    n = len(states)
+    planes = np.zeros((2 * n, size), dtype=np.float32)
+    for i, s in enumerate(states):
+        for side in (0, 1):
+            game.kernels.observation(s, side, planes[2 * i + side])
+    mover_is_zero = info["player"] == 0
+    outcome = np.empty(2 * n, dtype=np.float32)
+    outcome[0::2] = np.where(mover_is_zero, info["outcome"], -info["outcome"])
+    outcome[1::2] = -outcome[0::2]
+    return {
+        "planes": planes.reshape(2 * n, *game.observation_shape),
+        "outcome": outcome,
+        "player": np.tile(np.array([0, 1], dtype=np.int8), n),
+        "game_id": np.repeat(info["game_id"], 2),
+    }
+
+
 # ---- registry and files ------------------------------------------------------------------------
 ENCODINGS: dict[str, tuple[str, Callable[..., dict[str, np.ndarray]]]] = {
     "quantitative": ("sequences", quantitative),
@@ -235,6 +261,7 @@ ENCODINGS: dict[str, tuple[str, Callable[..., dict[str, np.ndarray]]]] = {
     "board-onehot": ("positions", board_onehot_encoding),
     "count-onehot": ("positions", counts),
     "planes": ("positions", planes),
+    "value-planes": ("positions", value_planes),
 }
 
 

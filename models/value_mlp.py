@@ -26,9 +26,9 @@ from models.export import (
     split_by_game,
 )
 
-ENCODINGS = ("board-onehot", "count-onehot")
+ENCODINGS = ("board-onehot", "count-onehot", "value-planes")
 #: the array each encoding's features live in (features.encode)
-FEATURE_ARRAY = {"board-onehot": "board", "count-onehot": "counts"}
+FEATURE_ARRAY = {"board-onehot": "board", "count-onehot": "counts", "value-planes": "planes"}
 DEFAULTS: dict[str, Any] = {
     "layers": 2,  # D dense ReLU layers
     "width": 128,  # W units each (the study's grid: 2x64 .. 2x1024, 3x1024)
@@ -36,6 +36,7 @@ DEFAULTS: dict[str, Any] = {
     "batch_size": 64,
     "learning_rate": 0.001,
     "dropout": 0.0,  # after each hidden layer
+    "cell_encoder": 0,  # value-planes: E > 0 puts one Dense(E) shared by every cell first
     "holdout": 0.2,  # share of games held out
     "seed": 0,
 }
@@ -51,10 +52,18 @@ def labels(outcome: np.ndarray) -> np.ndarray:
     return np.where(outcome > 0, 1.0, np.where(outcome < 0, 0.0, 0.5)).astype(np.float32)
 
 
-def build(params: dict[str, Any], size: int, keras: Any):
-    """D x W ReLU layers and a sigmoid (uncompiled)."""
+def build(params: dict[str, Any], size: int, keras: Any, planes: tuple | None = None):
+    """D x W ReLU layers and a sigmoid (uncompiled). With `cell_encoder` E and planes-first
+    inputs of shape `planes` (C, H, W), every cell's C features first pass one shared Dense(E)
+    (study 001's input encoder), so the first wide layer sees H * W * E values, not C * H * W."""
     inputs = keras.Input((size,), name=INPUT_NAME)
     x = inputs
+    if params["cell_encoder"] and planes is not None:
+        channels, cells = planes[0], int(np.prod(planes[1:]))
+        x = keras.layers.Reshape((channels, cells))(x)
+        x = keras.layers.Permute((2, 1))(x)
+        x = keras.layers.Dense(int(params["cell_encoder"]), activation="relu")(x)
+        x = keras.layers.Flatten()(x)
     for _ in range(int(params["layers"])):
         x = keras.layers.Dense(int(params["width"]), activation="relu")(x)
         if params["dropout"]:
@@ -78,6 +87,8 @@ def _check(params: dict[str, Any]) -> None:
     for key in ("layers", "width", "epochs", "batch_size"):
         if params[key] < 1:
             raise ModelError(f"value-mlp: {key}={params[key]} must be at least 1")
+    if params["cell_encoder"] < 0:
+        raise ModelError("value-mlp: cell_encoder must be 0 (none) or a width")
     if not 0.0 <= params["dropout"] < 1.0:
         raise ModelError(f"value-mlp: dropout={params['dropout']} must lie in [0, 1)")
 
@@ -98,11 +109,12 @@ def train(
             f"value-mlp trains on {' or '.join(ENCODINGS)} encodings, not {encoding!r}"
         )
     inputs = np.asarray(arrays[FEATURE_ARRAY[encoding]], dtype=np.float32)
+    planes = tuple(inputs.shape[1:]) if encoding == "value-planes" else None
     inputs = inputs.reshape(len(inputs), -1)
     target = labels(arrays["outcome"])
     train_rows, test_rows = split_by_game(arrays["game_id"], params["holdout"], params["seed"])
     keras = keras_seeded(params["seed"])
-    model = build(params, inputs.shape[1], keras)
+    model = build(params, inputs.shape[1], keras, planes)
     model.compile(optimizer=keras.optimizers.Adam(params["learning_rate"]),
                   loss="binary_crossentropy")  # fmt: skip
     x_test, y_test = inputs[test_rows], target[test_rows]
@@ -125,6 +137,7 @@ def train(
     metadata = artifact_metadata(
         meta["game"], "value-mlp", encoding, "value",
         input_size=inputs.shape[1], layers=params["layers"], width=params["width"],
+        cell_encoder=params["cell_encoder"],
         encoder=ENCODER, count_length=40,
         output="probability that the side to move wins (draws count half)",
     )  # fmt: skip
