@@ -222,7 +222,7 @@ class PUCTAgent(Agent):
             if f.mover[0, node] != player:
                 break
             actions.append(int(f.action[0, node]))
-            if actions[-1] == self.game.end_turn_action or f.visits[0, node] == 0:
+            if self.game.ends_turn(actions[-1]) or f.visits[0, node] == 0:
                 break
         return actions
 

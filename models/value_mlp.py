@@ -58,7 +58,7 @@ def build(params: dict[str, Any], size: int, keras: Any, planes: tuple | None = 
     (study 001's input encoder), so the first wide layer sees H * W * E values, not C * H * W."""
     inputs = keras.Input((size,), name=INPUT_NAME)
     x = inputs
-    if params["cell_encoder"] and planes is not None:
+    if params.get("cell_encoder", 0) and planes is not None:
         channels, cells = planes[0], int(np.prod(planes[1:]))
         x = keras.layers.Reshape((channels, cells))(x)
         x = keras.layers.Permute((2, 1))(x)
