@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from agents.analysis import Analysis, from_search
 from agents.base import Agent, AgentError, builder, option
 from agents.puct_tree import Forest, expand_backup, gather_leaves, reroot
 from agents.pv_net import PolicyValueNet
@@ -203,6 +204,20 @@ class PUCTAgent(Agent):
             return state.random_action(self.rng)
         return int(f.action[0, self._best()])
 
+    def analyse(self, state: State) -> Analysis:
+        """One search: visit shares and mean values of the root's visited actions, the move
+        `step` would play."""
+        if state.current_player() < 0:
+            return super().analyse(state)  # the protocol's error
+        start = time.perf_counter()
+        f = self.run(state)
+        counts, means = f.root_stats(0, self.game.num_actions)
+        visited = np.flatnonzero(counts > 0)
+        move = int(f.action[0, self._best()]) if f.num_children[0, 0] else self.step(state)
+        seconds = time.perf_counter() - start
+        return from_search(move, visited, counts[visited], means[visited], seconds,
+                           simulations=int(counts.sum()))  # fmt: skip
+
     def policy(self, state: State) -> np.ndarray:
         """Visit shares of the root's actions after a search (the self-play target)."""
         counts, _ = self.run(state).root_stats(0, self.game.num_actions)
@@ -242,9 +257,22 @@ class PolicyAgent(Agent):
     def step(self, state: State, player: int | None = None) -> int:
         if state.current_player() < 0:
             return state.random_action(self.rng, player)
+        return self.analyse(state).move
+
+    def analyse(self, state: State) -> Analysis:
+        """The network's own view, one call: its masked policy and its value for the mover."""
+        if state.current_player() < 0:
+            return super().analyse(state)  # the protocol's error
+        start = time.perf_counter()
         mask = state.legal_actions_mask().astype(np.float32)
-        policy, _ = self.net(state.observation_tensor()[None], mask[None])
-        return int(np.argmax(np.where(mask > 0, policy[0], -1.0)))
+        policy, value = self.net(state.observation_tensor()[None], mask[None])
+        move = int(np.argmax(np.where(mask > 0, policy[0], -1.0)))
+        return Analysis(
+            move=move,
+            value=float(np.ravel(value)[0]),
+            policy={int(a): float(policy[0][a]) for a in np.flatnonzero(mask > 0)},
+            seconds=time.perf_counter() - start,
+        )
 
 
 # ---- self-play: many games, one network call per round -----------------------------------------

@@ -162,3 +162,27 @@ def test_exact_leaf_search_solves_short_forced_wins(uniform):
     assert f.solved(0) and int(f.visits[0, 0]) < 60  # decided: the search stopped early
     won = f.best_child(0)
     assert f.proof[0, won] >> 16 == 1 and f.proof[0, won] & 0xFFFF == 2  # a win 2 plies on
+
+
+def test_puct_analysis_is_its_root_statistics(uniform):
+    g, state = c4("121212")  # X wins at once in column 1
+    agent = make(f"puct:model={uniform['connect4']},sims=300,reuse=0", g, seed=0)
+    found = agent.analyse(state)
+    counts, means = agent.search.forest.root_stats(0, g.num_actions)
+    assert found.move == 0 and found.ranked()[0] == 0
+    assert found.extra["simulations"] == counts.sum()
+    assert sum(found.policy.values()) == pytest.approx(1.0)
+    for a in np.flatnonzero(counts > 0):
+        assert found.policy[int(a)] == pytest.approx(counts[a] / counts.sum())
+        assert found.values[int(a)] == pytest.approx(means[a])
+    assert found.values[0] == pytest.approx(1.0)  # the win, backed up from the terminal
+    with pytest.raises(AgentError, match="player to move"):
+        agent.analyse(g.state_from_history(g.parse_moves("1212121")))
+
+
+def test_policy_analysis_is_the_networks_own_output(uniform):
+    g, state = c4("1111112")  # column 1 is full: six legal columns
+    found = make(f"policy:model={uniform['connect4']}", g, seed=0).analyse(state)
+    assert sorted(found.policy) == [1, 2, 3, 4, 5, 6]
+    assert all(p == pytest.approx(1 / 6) for p in found.policy.values())  # a uniform network
+    assert found.value == pytest.approx(0.0) and found.move == 1  # first of equal priors
