@@ -232,6 +232,15 @@ class Game:
         (Connect 4: "column 4 is full"); None leaves the generic explanation."""
         return None
 
+    def grid(self, s: np.ndarray) -> list[str] | None:
+        """The board as rows of one character per cell, top row first (`.` empty), for
+        pictures (the web page); None where the game has no board to draw."""
+        return None
+
+    def move_cells(self, action: int) -> tuple[tuple[int, int], ...]:
+        """The `grid` cells (row, column) a person clicks to play `action` (the web page)."""
+        return ()
+
     def arrow_action(self, s: np.ndarray, player: int, arrow: str) -> int | None:
         """The action an arrow key (`up`, `down`, `left`, `right`) asks for in a real-time
         game, or for `""` (no key this lap) the game's default; None ignores the key."""

@@ -214,6 +214,16 @@ class Connect4(Game):
     def action_to_string(self, player: int, action: int) -> str:
         return str(action + 1) if player != CHANCE else str(action)
 
+    def grid(self, s: np.ndarray) -> list[str]:
+        symbols = {-1: ".", 0: "X", 1: "O"}
+        return [
+            "".join(symbols[int(cell_owner(s, c, r))] for c in range(WIDTH))
+            for r in range(HEIGHT - 1, -1, -1)
+        ]
+
+    def move_cells(self, action: int) -> tuple[tuple[int, int], ...]:
+        return tuple((r, action) for r in range(HEIGHT)) if 0 <= action < WIDTH else ()
+
     def parse_moves(self, text: str) -> list[int]:
         """Common notation: one digit 1-7 per move, e.g. `4453`."""
         text = "".join(text.split())

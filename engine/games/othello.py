@@ -400,6 +400,16 @@ class Othello(Game):
     def action_to_string(self, player: int, action: int) -> str:
         return square_name(action) if player != CHANCE else str(action)
 
+    def grid(self, s: np.ndarray) -> list[str]:
+        owners = [disc_owner(s, square) for square in range(SIZE * SIZE)]
+        return [
+            "".join("XO"[o] if o >= 0 else "." for o in owners[r * SIZE : (r + 1) * SIZE])
+            for r in range(SIZE)
+        ]
+
+    def move_cells(self, action: int) -> tuple[tuple[int, int], ...]:
+        return ((action // SIZE, action % SIZE),) if 0 <= action < SIZE * SIZE else ()
+
     def parse_moves(self, text: str) -> list[int]:
         """Space/comma separated `d3`, `pass` or integers; also a run like `f5d6c3`."""
         actions = []
