@@ -275,6 +275,7 @@ COMMAND_MODULES = (
     "flows.model_commands",
     "flows.stage_commands",
     "flows.solved_commands",
+    "flows.web_commands",
 )
 _register_command_groups()
 

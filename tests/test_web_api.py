@@ -1,0 +1,152 @@
+"""The bot API of `gridbots web`: legal answers from real agents, every bad request a 4xx JSON
+error naming the problem, the server's time cap, and play-page games (dice, undo, the result)."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from engine import load_game
+from flows.web.app import create_app
+from flows.web.bots import Limits, checked_spec
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as patch:  # no registry here: none is created either
+        store = tmp_path_factory.mktemp("web") / "mlflow.db"
+        patch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{store}")
+        with TestClient(create_app(Limits(ms=200, default_ms=50, sessions=3))) as c:
+            yield c
+        assert not store.exists()
+
+
+def test_a_search_bot_answers_a_legal_move_with_its_analysis(client):
+    reply = client.post("/api/connect4/move", json={"history": "4433", "spec": "alphabeta:ms=50"})
+    assert reply.status_code == 200, reply.text
+    body = reply.json()
+    # X has 3 and 4 with 2 and 5 open: both win at once (proven in 3 plies of the search)
+    assert body["move"] in ("2", "5") and body["action"] in (1, 4)
+    analysis = body["analysis"]
+    assert analysis["ends"]["2"] > 0 and analysis["ends"]["5"] > 0
+    assert set(analysis["values"]) == {str(c) for c in range(1, 8)}
+    assert analysis["value"] == 1.0
+
+
+def test_othello_move_in_its_notation(client):
+    reply = client.post("/api/othello/move", json={"history": "d3", "spec": "mcts:sims=50"})
+    assert reply.status_code == 200, reply.text
+    game = load_game("othello")
+    state = game.state_from_history(game.parse_moves("d3"))
+    legal = {game.action_to_string(1, a) for a in state.legal_actions()}
+    assert reply.json()["move"] in legal
+    assert sum(reply.json()["analysis"]["policy"].values()) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("spec", "asked", "served"),
+    [
+        ("alphabeta:ms=60000", None, "alphabeta:ms=200"),
+        ("alphabeta:depth=30", None, "alphabeta:depth=30,ms=50"),
+        ("mcts:sims=100000000", None, "mcts:sims=100000000,ms=50"),
+        ("mcts:ms=20", None, "mcts:ms=20"),
+        ("registry:connect4-x@production:ms=9999", None, "registry:connect4-x@production:ms=200"),
+    ],
+)
+def test_thinking_time_is_capped_by_the_server(spec, asked, served, monkeypatch):
+    monkeypatch.setattr("flows.web.bots.registry_exists", lambda: True)
+    assert checked_spec(spec, Limits(ms=200, default_ms=50))[0] == served
+
+
+def test_capped_search_returns_in_time(client):
+    reply = client.post("/api/connect4/move", json={"history": "", "spec": "mcts:sims=100000000"})
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["spec"] == "mcts:sims=100000000,ms=50"
+    assert reply.json()["analysis"]["seconds"] < 5  # 100M simulations would take minutes
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "words"),
+    [
+        ("/api/chess/move", {"spec": "random"}, 404, "unknown game 'chess'"),
+        ("/api/connect4/move", {"history": "4444444", "spec": "random"}, 422, "column 4 is full"),
+        ("/api/connect4/move", {"history": "48", "spec": "random"}, 422, "8"),
+        ("/api/connect4/move", {"history": "", "spec": "nobot"}, 400, "'nobot' is not served"),
+        ("/api/connect4/move", {"history": "", "spec": "file:bot.py"}, 400, "not served over"),
+        ("/api/connect4/move", {"history": "", "spec": "human"}, 400, "not served over HTTP"),
+        ("/api/connect4/move", {"history": "", "spec": "onnx:/etc/passwd"}, 400, "'onnx'"),
+        ("/api/connect4/move", {"spec": "alphabeta:eval=onnx:/x.onnx"}, 400, "eval must be"),
+        ("/api/connect4/move", {"spec": "puct:model=/tmp/x.onnx"}, 400, "registry model"),
+        ("/api/connect4/move", {"spec": "mcts:tt=24"}, 400, "not allowed over HTTP"),
+        ("/api/connect4/move", {"spec": "mcts:ms=-5"}, 400, "positive number"),
+        ("/api/connect4/move", {"spec": "registry:nomodel@production"}, 400, "no model registry"),
+        ("/api/connect4/move", {"history": "4"}, 422, "spec: Field required"),
+        ("/api/connect4/move", {"history": "1212121", "spec": "random"}, 409, "game is over"),
+        ("/api/pig/move", {"history": "0", "spec": "random"}, 409, "chance outcome"),
+        ("/api/games/nosuchgame/move", {"move": "4"}, 404, "no game 'nosuchgame'"),
+    ],
+)
+def test_bad_requests_get_a_4xx_naming_the_problem(client, path, body, status, words):
+    reply = client.post(path, json=body)
+    assert reply.status_code == status, reply.text
+    assert words in reply.json()["error"]
+
+
+def test_bad_json_and_oversized_bodies(client):
+    headers = {"content-type": "application/json"}
+    reply = client.post("/api/connect4/move", content=b'{"spec": ', headers=headers)
+    assert reply.status_code == 422 and "not valid JSON" in reply.json()["error"]
+    huge = b'{"spec": "random", "history": "' + b"1" * 100_000 + b'"}'
+    reply = client.post("/api/connect4/move", content=huge, headers=headers)
+    assert reply.status_code == 413 and "over 65536 bytes" in reply.json()["error"]
+
+    def streamed():  # no content-length: counted as it arrives
+        yield huge[:50_000]
+        yield huge[50_000:]
+
+    reply = client.post("/api/connect4/move", content=streamed(), headers=headers)
+    assert reply.status_code == 413
+
+
+def test_games_and_bots_listings(client):
+    games = {g["name"]: g for g in client.get("/api/games").json()}
+    assert {"connect4", "othello", "pig"} <= set(games)
+    assert games["connect4"]["playable"] and not games["lazerbike"]["playable"]
+    bots = client.get("/api/bots").json()
+    assert "alphabeta" in bots["builtin"] and "file" not in bots["builtin"]
+    assert "human" not in bots["builtin"] and bots["ms_cap"] == 200
+    assert client.get("/openapi.json").json()["paths"]["/api/{game}/move"]
+
+
+def test_a_page_game_with_dice_undo_and_a_result(client):
+    game = client.post("/api/pig/games", json={"spec": "random", "side": 0, "seed": 5}).json()
+    assert [m["move"] for m in game["legal"]] == ["roll", "hold"]
+    after = client.post(f"/api/games/{game['id']}/move", json={"move": "hold"}).json()
+    # the bot and the dice moved until the person is to move again
+    assert after["plies"][0] == {"move": "hold", "by": "you"}
+    assert {p["by"] for p in after["plies"][1:]} <= {"bot", "chance"} and after["your_move"]
+    undone = client.post(f"/api/games/{game['id']}/undo").json()
+    assert undone["plies"] == [] and not undone["can_undo"]
+    refused = client.post(f"/api/games/{game['id']}/move", json={"move": "jump"})
+    assert refused.status_code == 400 and "jump" in refused.json()["error"]
+
+
+def test_a_full_connect4_game_on_the_page_ends_with_its_result(client):
+    game = client.post("/api/connect4/games", json={"spec": "random", "side": 1, "seed": 2}).json()
+    assert game["history"] and game["analysis"]["move"] == game["history"]  # the bot opened
+    while game["result"] is None:
+        first = game["legal"][0]
+        assert first["cells"] and all(c[1] == first["action"] for c in first["cells"])
+        game = client.post(f"/api/games/{game['id']}/move", json={"move": first["move"]}).json()
+    assert game["result"] in ("you win", "you lose", "draw") and not game["legal"]
+    over = client.post(f"/api/games/{game['id']}/move", json={"move": "1"})
+    assert over.status_code == 409
+
+
+def test_sessions_are_capped(client):
+    ids = [
+        client.post("/api/connect4/games", json={"spec": "random", "seed": s}).json()["id"]
+        for s in range(4)
+    ]
+    assert client.get(f"/api/games/{ids[0]}").status_code == 404  # the cap is 3
+    assert client.get(f"/api/games/{ids[-1]}").status_code == 200
