@@ -140,6 +140,21 @@ def test_keyboard_plays_a_typed_move_and_undo_takes_it_back(server, page):
     page.wait_for_function("document.querySelectorAll('#history li').length === 0")
 
 
+def test_an_othello_pass_is_played_from_the_move_list(server, page):
+    history = "c4 c3 e6 b4 a4 a5 c2 a3"  # black (X) has no move here: it must pass
+    page.goto(f"{server}/?game=othello&opponent=alphabeta:depth=2&side=0&history={history}")
+    page.wait_for_selector("#moves button")
+    assert page.locator("#moves button").all_inner_texts() == ["pass"]
+    assert (
+        page.locator("#grid .cell.legal").count() == 0 and page.locator("#grid .cell").count() == 64
+    )
+    page.locator("#moves button", has_text="pass").click()
+    page.wait_for_function("document.querySelectorAll('#history li').length >= 10")
+    plies = page.locator("#history li")
+    assert plies.nth(8).inner_text() == "pass" and "you" in plies.nth(8).get_attribute("class")
+    assert "bot" in plies.nth(9).get_attribute("class")  # white answered
+
+
 def test_the_leaderboard_loads(server, page):
     page.goto(f"{server}/leaderboard")
     page.wait_for_function("!document.getElementById('status').textContent.startsWith('loading')")

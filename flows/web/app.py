@@ -50,6 +50,7 @@ class StartRequest(BaseModel):
     side: int = Field(0, description="Your seat: 0 moves first.")
     seed: int | None = None
     scenario: dict[str, int | str] = Field(default_factory=dict)
+    history: str = Field("", description="Start from this position (the game's notation).")
 
 
 class PlayRequest(BaseModel):
@@ -144,7 +145,9 @@ def create_app(limits: Limits | None = None, mlflow_url: str | None = None) -> F
         g = _load_game(game)
         spec, _ = checked_spec(body.spec, limits)
         seed = random.randrange(1_000_000) if body.seed is None else body.seed
-        session = await off_loop(sessions.start, g, spec, body.side, seed, dict(body.scenario))
+        session = await off_loop(
+            sessions.start, g, spec, body.side, seed, dict(body.scenario), body.history
+        )
         return view(session)
 
     @app.get("/api/games/{session_id}")

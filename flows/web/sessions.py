@@ -41,7 +41,10 @@ class Sessions:
         self._games: OrderedDict[str, Session] = OrderedDict()
         self._lock = threading.Lock()
 
-    def start(self, game: Game, spec: str, side: int, seed: int, scenario: dict) -> Session:
+    def start(
+        self, game: Game, spec: str, side: int, seed: int, scenario: dict, history: str = ""
+    ) -> Session:
+        """A new game against `spec`, from the scenario's start or from a given history."""
         if game.simultaneous or game.real_time:
             raise WebError(400, f"{game.name} is a real-time game; the page plays turn-based ones")
         if game.kind == "puzzle":
@@ -52,11 +55,17 @@ class Sessions:
             state = game.new_initial_state(seed=seed, **scenario)
         except (GameError, ValueError, TypeError) as error:
             raise WebError(400, f"scenario: {error}") from None
+        if history:
+            try:
+                moves = state.history() + game.parse_moves(history)
+                state = game.state_from_history(moves, seed=seed, **scenario)
+            except (GameError, IllegalActionError, ValueError) as error:
+                raise WebError(422, str(error)) from None
         session = Session(
             secrets.token_hex(8), game, spec, [side], seed, scenario, state,
             np.random.default_rng(seed),
         )  # fmt: skip
-        session.plies = [{"by": "opening"} for _ in state.history()]
+        session.plies = [{"by": "given"} for _ in state.history()]
         with self._lock:
             self._games[session.id] = session
             while len(self._games) > self.pools.limits.sessions:

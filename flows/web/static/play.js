@@ -6,6 +6,8 @@ const $ = (id) => document.getElementById(id);
 let games = {};
 let current = null; // the server's view of the game
 let cursor = [0, 0]; // keyboard position on the board
+const linked = new URLSearchParams(location.search); // ?game=&opponent=&side=&history=
+let startFrom = linked.get("history") || ""; // the first game may start from a linked position
 
 async function api(path, body) {
   const init = body === undefined ? {} : {
@@ -30,8 +32,9 @@ async function loadGames() {
     option.textContent = game.name;
     select.append(option);
   }
-  const wanted = new URLSearchParams(location.search).get("game");
+  const wanted = linked.get("game");
   if (wanted && games[wanted]?.playable) select.value = wanted;
+  if (linked.get("side")) $("side").value = linked.get("side");
   await loadBots();
 }
 
@@ -49,7 +52,7 @@ async function loadBots() {
     list.append(option);
   }
   const production = bots.registry.find((b) => b.alias === "production");
-  const wanted = new URLSearchParams(location.search).get("opponent");
+  const wanted = linked.get("opponent");
   $("opponent").value = wanted || (production ? production.spec : game.default_opponent);
 }
 
@@ -58,8 +61,9 @@ async function newGame(event) {
   say("starting…");
   try {
     current = await api(`/api/${encodeURIComponent($("game").value)}/games`, {
-      spec: $("opponent").value, side: Number($("side").value),
+      spec: $("opponent").value, side: Number($("side").value), history: startFrom,
     });
+    startFrom = "";
     cursor = [0, 0];
     draw();
   } catch (error) { say(error.message); }
