@@ -69,6 +69,7 @@ def test_capped_search_returns_in_time(client):
     ("path", "body", "status", "words"),
     [
         ("/api/chess/move", {"spec": "random"}, 404, "unknown game 'chess'"),
+        ("/api/sokoban:level=x.txt/move", {"spec": "random"}, 400, "naming files are refused"),
         ("/api/connect4/move", {"history": "4444444", "spec": "random"}, 422, "column 4 is full"),
         ("/api/connect4/move", {"history": "48", "spec": "random"}, 422, "8"),
         ("/api/connect4/move", {"history": "", "spec": "nobot"}, 400, "'nobot' is not served"),

@@ -183,6 +183,9 @@ def create_app(limits: Limits | None = None, mlflow_url: str | None = None) -> F
 def _load_game(name: str):
     from engine import parse_game_spec
 
+    if any(mark in name for mark in ("/", "\\", ".txt")):  # a level file: never over HTTP
+        raise WebError(400, f"{name!r}: game parameters naming files are refused over HTTP")
+
     try:
         return parse_game_spec(name)
     except (GameError, ValueError, KeyError) as error:
