@@ -10,6 +10,25 @@ function cell(row, content) {
   return td;
 }
 
+const KEY_METRICS = /^(held_out_|optimal_rate)/; // shown; the rest folds away
+
+function evaluation(metrics) {
+  const text = (entries) => entries.map(([k, x]) => `${k} ${Number(x).toPrecision(3)}`).join(", ");
+  const entries = Object.entries(metrics);
+  const shown = entries.filter(([k]) => KEY_METRICS.test(k));
+  const rest = entries.filter(([k]) => !KEY_METRICS.test(k));
+  const box = document.createElement("div");
+  box.textContent = text(shown);
+  if (rest.length) {
+    const more = document.createElement("details");
+    const summary = document.createElement("summary");
+    summary.textContent = `${rest.length} more`;
+    more.append(summary, text(rest));
+    box.append(more);
+  }
+  return box;
+}
+
 function modelTable(model) {
   const section = document.createElement("section");
   const title = document.createElement("h3");
@@ -43,7 +62,7 @@ function modelTable(model) {
     cell(row, v.elo === null ? "" : `${fixed(v.elo, 0)} [${fixed(v.elo_interval[0], 0)}, ${fixed(v.elo_interval[1], 0)}]`);
     cell(row, v.wdl ? `${v.wdl} of ${v.games}` : "");
     cell(row, v.opponent);
-    cell(row, Object.entries(v.evaluation).map(([k, x]) => `${k} ${Number(x).toPrecision(3)}`).join(", "));
+    cell(row, evaluation(v.evaluation));
     if (v.run_url) {
       const link = document.createElement("a");
       link.href = v.run_url;
