@@ -112,7 +112,8 @@ def test_bad_json_and_oversized_bodies(client):
 def test_games_and_bots_listings(client):
     games = {g["name"]: g for g in client.get("/api/games").json()}
     assert {"connect4", "othello", "pig"} <= set(games)
-    assert games["connect4"]["playable"] and not games["lazerbike"]["playable"]
+    assert games["connect4"]["playable"] and games["sokoban"]["playable"]
+    assert not games["lazerbike"]["playable"]  # real time: not on the page yet
     bots = client.get("/api/bots").json()
     assert "alphabeta" in bots["builtin"] and "file" not in bots["builtin"]
     assert "human" not in bots["builtin"] and bots["ms_cap"] == 200
@@ -151,3 +152,18 @@ def test_sessions_are_capped(client):
     ]
     assert client.get(f"/api/games/{ids[0]}").status_code == 404  # the cap is 3
     assert client.get(f"/api/games/{ids[-1]}").status_code == 200
+
+
+def test_sokoban_team_play_a_person_and_a_bot_team_mate(client):
+    game = client.post("/api/sokoban:level=duo/games", json={"spec": "planner", "seed": 1}).json()
+    assert game["grid"][1].startswith("w1") and game["grid"][3].startswith("w2")
+    after = client.post(f"/api/games/{game['id']}/move", json={"move": "right"}).json()
+    # one lap: the person's move and the planner team-mate's, one history entry each
+    assert after["plies"] == [{"move": "right", "by": "you"}, {"move": "right", "by": "bot"}]
+    assert after["grid"][1].startswith("w.1")
+    undone = client.post(f"/api/games/{game['id']}/undo").json()
+    assert undone["plies"] == [] and undone["grid"] == game["grid"]
+    alone = client.post("/api/sokoban/games", json={"spec": "planner", "seed": 1}).json()
+    for _ in range(4):  # the first level: walk right to the exit
+        alone = client.post(f"/api/games/{alone['id']}/move", json={"move": "r"}).json()
+    assert alone["result"] == "solved" and alone["history"] == "3 3 3 3"

@@ -155,6 +155,17 @@ def test_an_othello_pass_is_played_from_the_move_list(server, page):
     assert "bot" in plies.nth(9).get_attribute("class")  # white answered
 
 
+def test_the_smallest_sokoban_level_is_solved_with_the_arrow_keys(server, page):
+    page.goto(f"{server}/?game=sokoban&opponent=planner&params=level=first")
+    page.wait_for_selector("#grid .cell[data-piece='1']")
+    page.locator("#grid .cell").first.focus()
+    for ply in range(1, 5):
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(f"document.querySelectorAll('#history li').length === {ply}")
+    page.wait_for_selector("#result:not([hidden])")
+    assert page.locator("#result").inner_text() == "solved"
+
+
 def test_the_leaderboard_loads(server, page):
     page.goto(f"{server}/leaderboard")
     page.wait_for_function("!document.getElementById('status').textContent.startsWith('loading')")

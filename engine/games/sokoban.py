@@ -414,9 +414,10 @@ class Sokoban(Game):
             )
         return self.level.config.copy()
 
-    def render(self, s: np.ndarray) -> str:
+    def grid(self, s: np.ndarray) -> list[str]:
+        """w wall, b box, h hole, e exit, 1-4 the players, `.` floor."""
         w, h = int(s[W_]), int(s[H_])
-        tiles = [[" "] * w for _ in range(h)]
+        tiles = [["."] * w for _ in range(h)]
         for r in range(h):
             for c in range(w):
                 for k, ch in ((EXIT, "e"), (HOLE, "h"), (BOX, "b"), (WALL, "w")):
@@ -425,8 +426,11 @@ class Sokoban(Game):
         for p in range(int(s[NP_])):
             cell = int(s[PLAYERS + p])
             tiles[cell // w][cell % w] = str(p + 1)
+        return ["".join(line) for line in tiles]
+
+    def render(self, s: np.ndarray) -> str:
         status = ("playing", "won", "lost: lap limit", "lost: deadlock")[int(s[STATUS])]
-        lines = ["".join(line) for line in tiles]
+        lines = [row.replace(".", " ") for row in self.grid(s)]
         lines.append(f"{self.level.name}  lap {int(s[STEP])}/{int(s[LIMIT])}  {status}")
         return "\n".join(lines)
 

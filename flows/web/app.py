@@ -105,7 +105,7 @@ def create_app(limits: Limits | None = None, mlflow_url: str | None = None) -> F
                     **game.metadata(),
                     "default_opponent": game.default_opponent,
                     "real_time": game.real_time,
-                    "playable": not (game.simultaneous or game.real_time or game.kind == "puzzle"),
+                    "playable": not game.real_time,
                 }
             )
         return out

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from agents.terminal_play import outcome
-from engine.protocol import CHANCE, Game, GameError, IllegalActionError, State
+from engine.protocol import CHANCE, SIMULTANEOUS, Game, GameError, IllegalActionError, State
 from flows.web.bots import BotPools, WebError, answer
 
 
@@ -45,10 +45,8 @@ class Sessions:
         self, game: Game, spec: str, side: int, seed: int, scenario: dict, history: str = ""
     ) -> Session:
         """A new game against `spec`, from the scenario's start or from a given history."""
-        if game.simultaneous or game.real_time:
-            raise WebError(400, f"{game.name} is a real-time game; the page plays turn-based ones")
-        if game.kind == "puzzle":
-            raise WebError(400, f"{game.name} is a puzzle; the page plays duels for now")
+        if game.real_time:
+            raise WebError(400, f"{game.name} is played in real time (gridbots play), not here yet")
         if not 0 <= side < game.num_players:
             raise WebError(400, f"side {side}: {game.name} has seats 0-{game.num_players - 1}")
         try:
@@ -89,7 +87,7 @@ class Sessions:
             state, game = session.state, session.game
             if state.is_terminal():
                 raise WebError(409, "the game is over; start a new one")
-            if state.current_player() not in session.humans:
+            if _waiting_for(session) is None:
                 raise WebError(409, "it is not your move")
             try:
                 actions = game.parse_moves(move)
@@ -97,11 +95,14 @@ class Sessions:
                 raise WebError(400, str(error)) from None
             if len(actions) != 1:
                 raise WebError(400, f"send one move, not {move!r}")
-            try:
-                state.apply_action(actions[0])
-            except IllegalActionError as error:
-                raise WebError(400, str(error)) from None
-            session.plies.append({"by": "you"})
+            if state.current_player() == SIMULTANEOUS:
+                self._lap(session, actions[0])
+            else:
+                try:
+                    state.apply_action(actions[0])
+                except IllegalActionError as error:
+                    raise WebError(400, str(error)) from None
+                session.plies.append({"by": "you"})
             self._advance(session)
 
     def undo(self, session: Session) -> None:
@@ -111,16 +112,47 @@ class Sessions:
             if not mine:
                 raise WebError(409, "nothing to undo")
             keep = mine[-1]
+            if session.game.simultaneous:  # back to the start of that lap
+                keep -= keep % session.game.num_players
             history = session.state.history()[:keep]
             session.state = session.game.state_from_history(
                 history, seed=session.seed, **session.scenario
             )
             del session.plies[keep:]
 
+    def _lap(self, session: Session, mine: int | None) -> None:
+        """A simultaneous lap: the person's action and the bot team-mates' (or rivals')."""
+        game, state = session.game, session.state
+        actions = []
+        for p in range(game.num_players):
+            legal = state.legal_actions(p)
+            if p in session.humans:
+                action = game.neutral_action if mine is None or not legal else mine
+                if legal and action not in legal:
+                    names = " ".join(game.action_to_string(p, a) for a in legal)
+                    raise WebError(400, f"illegal move {game.action_to_string(p, action)} for "
+                                        f"{game.player_name(p)}; legal: {names}")  # fmt: skip
+            elif not legal:
+                action = game.neutral_action
+            else:
+                with self.pools.agent(game, session.spec) as agent:
+                    action = int(agent.step(state.clone(), p))
+            actions.append(int(action))
+        try:
+            state.apply_actions(actions)
+        except IllegalActionError as error:
+            raise WebError(400, str(error)) from None
+        session.plies.extend(
+            {"by": "you" if p in session.humans else "bot"} for p in range(len(actions))
+        )
+
     def _advance(self, session: Session) -> None:
         state = session.state
-        while not state.is_terminal() and state.current_player() not in session.humans:
+        while not state.is_terminal() and _waiting_for(session) is None:
             player = state.current_player()
+            if player == SIMULTANEOUS:  # the person has nothing to do this lap
+                self._lap(session, None)
+                continue
             if player == CHANCE:
                 state.apply_action(state.random_action(session.rng))
                 session.plies.append({"by": "chance"})
@@ -135,22 +167,22 @@ def view(session: Session) -> dict[str, Any]:
     """What the page draws: the board, the legal moves (with the cells that play them), the
     history, the bot's last analysis and, at the end, the result."""
     game, state = session.game, session.state
-    player = state.current_player()
+    player = _waiting_for(session)
     history = state.history()
     legal = []
-    if not state.is_terminal() and player in session.humans:
+    if player is not None:
         legal = [
             {
                 "action": int(a),
                 "move": game.action_to_string(player, int(a)),
                 "cells": [list(c) for c in game.move_cells(int(a))],
             }
-            for a in state.legal_actions()
+            for a in state.legal_actions(player)
         ]
     plies = []
     for action, ply, before in zip(history, session.plies, _players(session), strict=False):
         plies.append({"move": game.action_to_string(before, int(action)), "by": ply["by"]})
-    last_bot = next((p for p in reversed(session.plies) if p["by"] == "bot"), None)
+    last_bot = next((p for p in reversed(session.plies) if "analysis" in p), None)
     return {
         "id": session.id,
         "game": game.spec(),
@@ -160,21 +192,40 @@ def view(session: Session) -> dict[str, Any]:
         "seed": session.seed,
         "board": str(state),
         "grid": game.grid(state.array),
-        "to_move": game.player_name(player) if player >= 0 else None,
+        "to_move": game.player_name(player) if player is not None else None,
         "your_move": bool(legal),
         "legal": legal,
         "history": game.format_moves(history),
         "plies": plies,
-        "analysis": last_bot["analysis"] if last_bot else None,
+        "analysis": last_bot.get("analysis") if last_bot else None,
         "can_undo": any(p["by"] == "you" for p in session.plies),
-        "result": outcome(state, session.humans) if state.is_terminal() else None,
+        "result": _result(session) if state.is_terminal() else None,
         "returns": state.returns() if state.is_terminal() else None,
     }
+
+
+def _waiting_for(session: Session) -> int | None:
+    """The person's seat when the game waits for their move, else None."""
+    state = session.state
+    if state.is_terminal():
+        return None
+    player = state.current_player()
+    if player == SIMULTANEOUS:
+        return next((p for p in session.humans if state.legal_actions(p)), None)
+    return player if player in session.humans else None
+
+
+def _result(session: Session) -> str:
+    if session.game.kind == "puzzle":  # the person and the bots are one team
+        return "solved" if max(session.state.returns()) > 0 else "not solved"
+    return outcome(session.state, session.humans)
 
 
 def _players(session: Session) -> list[int]:
     """Who played each ply of the history (replayed from the start)."""
     game = session.game
+    if game.simultaneous:  # a lap is one entry per player, in seat order
+        return [i % game.num_players for i in range(len(session.state.history()))]
     state = game.state_from_history([], seed=session.seed, **session.scenario)
     players = []
     for action in session.state.history():

@@ -35,12 +35,19 @@ async function loadGames() {
   const wanted = linked.get("game");
   if (wanted && games[wanted]?.playable) select.value = wanted;
   if (linked.get("side")) $("side").value = linked.get("side");
+  if (linked.get("params")) $("params").value = linked.get("params");
   await loadBots();
+}
+
+function gameSpec() {
+  const params = $("params").value.trim();
+  return params ? `${$("game").value}:${params}` : $("game").value;
 }
 
 async function loadBots() {
   const name = $("game").value;
   const game = games[name];
+  $("params").placeholder = Object.entries(game.params).map(([k, v]) => `${k}=${v}`).join(",");
   const bots = await api(`/api/bots?game=${encodeURIComponent(name)}`);
   const list = $("bots");
   list.replaceChildren();
@@ -60,7 +67,7 @@ async function newGame(event) {
   if (event) event.preventDefault();
   say("starting…");
   try {
-    current = await api(`/api/${encodeURIComponent($("game").value)}/games`, {
+    current = await api(`/api/${encodeURIComponent(gameSpec())}/games`, {
       spec: $("opponent").value, side: Number($("side").value), history: startFrom,
     });
     startFrom = "";
@@ -130,7 +137,9 @@ function drawGrid() {
       const cell = document.createElement("button");
       const piece = current.grid[r][c];
       const move = current.your_move ? moveAt(r, c) : null;
-      cell.className = `cell ${piece === "." ? "" : piece}${move ? " legal" : ""}`;
+      cell.className = `cell ${"XO".includes(piece) ? piece : ""}${move ? " legal" : ""}`;
+      cell.dataset.piece = piece;
+      if (/[0-9]/.test(piece)) cell.textContent = piece; // a player on a tile map
       cell.dataset.row = r;
       cell.dataset.col = c;
       cell.tabIndex = r === cursor[0] && c === cursor[1] ? 0 : -1;
@@ -230,6 +239,9 @@ function onKey(event) {
   if (event.target.tagName === "INPUT" || event.target.tagName === "SELECT") return;
   if (event.key === "u") { undo(); return; }
   if (event.key === "n") { newGame(); return; }
+  const walks = { ArrowUp: "up", ArrowDown: "down", ArrowLeft: "left", ArrowRight: "right", " ": "stay" };
+  const walk = current && current.legal.find((m) => m.move === walks[event.key]);
+  if (walk) { event.preventDefault(); play(walk.move); return; } // moves named by arrows
   if (!current || !current.grid || !event.target.classList.contains("cell")) return;
   const steps = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
   const step = steps[event.key];
@@ -245,7 +257,7 @@ function onKey(event) {
 }
 
 $("setup").addEventListener("submit", newGame);
-$("game").addEventListener("change", loadBots);
+$("game").addEventListener("change", () => { $("params").value = ""; loadBots(); });
 $("typed").addEventListener("submit", (event) => {
   event.preventDefault();
   const move = $("move").value.trim();
