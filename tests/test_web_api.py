@@ -112,8 +112,7 @@ def test_bad_json_and_oversized_bodies(client):
 def test_games_and_bots_listings(client):
     games = {g["name"]: g for g in client.get("/api/games").json()}
     assert {"connect4", "othello", "pig"} <= set(games)
-    assert games["connect4"]["playable"] and games["sokoban"]["playable"]
-    assert not games["lazerbike"]["playable"]  # real time: not on the page yet
+    assert games["lazerbike"]["real_time"] and not games["connect4"]["real_time"]
     bots = client.get("/api/bots").json()
     assert "alphabeta" in bots["builtin"] and "file" not in bots["builtin"]
     assert "human" not in bots["builtin"] and bots["ms_cap"] == 200
@@ -167,3 +166,21 @@ def test_sokoban_team_play_a_person_and_a_bot_team_mate(client):
     for _ in range(4):  # the first level: walk right to the exit
         alone = client.post(f"/api/games/{alone['id']}/move", json={"move": "r"}).json()
     assert alone["result"] == "solved" and alone["history"] == "3 3 3 3"
+
+
+def test_lazerbike_laps_at_the_pages_pace(client):
+    game = client.post("/api/lazerbike/games", json={"spec": "random:guards=safe", "seed": 1})
+    game = game.json()
+    assert game["real_time"] and [m["move"] for m in game["legal"]] == ["left", "forward", "right"]
+    laps = 0
+    game = client.post(f"/api/games/{game['id']}/lap", json={"arrow": "up"}).json()
+    while game["result"] is None:  # north from row 7: the top wall
+        game = client.post(f"/api/games/{game['id']}/lap", json={}).json()
+        laps += 1
+        assert laps < 20
+    assert game["result"] == "you lose" and game["grid"][0][2] == "a"
+    refused = client.post(f"/api/games/{game['id']}/lap", json={"arrow": "up"})
+    assert refused.status_code == 409
+    turn_based = client.post("/api/connect4/games", json={"spec": "random"}).json()
+    wrong = client.post(f"/api/games/{turn_based['id']}/lap", json={"arrow": "up"})
+    assert wrong.status_code == 400 and "not played in real time" in wrong.json()["error"]

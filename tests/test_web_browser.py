@@ -166,6 +166,18 @@ def test_the_smallest_sokoban_level_is_solved_with_the_arrow_keys(server, page):
     assert page.locator("#result").inner_text() == "solved"
 
 
+def test_a_lazerbike_steered_into_a_wall_crashes(server, page):
+    page.goto(f"{server}/?game=lazerbike&opponent=random:guards=safe&pace=10")
+    page.wait_for_selector("#grid .cell[data-piece='A']")
+    assert page.locator("#grid .cell").count() == 15 * 15
+    page.locator("#grid .cell").first.focus()
+    page.keyboard.press("ArrowUp")  # bike A starts heading east on row 7: north is 7 laps away
+    page.wait_for_selector("#result:not([hidden])", timeout=20_000)
+    assert page.locator("#result").inner_text() == "you lose"
+    crashed = page.locator("#grid .cell[data-piece='a']")
+    assert crashed.count() == 1 and crashed.get_attribute("data-row") == "0"  # at the top wall
+
+
 def test_the_leaderboard_loads(server, page):
     page.goto(f"{server}/leaderboard")
     page.wait_for_function("!document.getElementById('status').textContent.startsWith('loading')")

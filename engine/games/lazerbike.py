@@ -350,21 +350,27 @@ class Lazerbike(Game):
             setup.append((r, c, headings[int(rng.integers(len(headings)))]))
         return setup
 
-    def render(self, s: np.ndarray) -> str:
-        n = int(s[NUM_PLAYERS])
-        grid = [
+    def grid(self, s: np.ndarray) -> list[str]:
+        """Trails by the number of their bike, bikes A-D (a-d once crashed), `.` free."""
+        rows = [
             ["." if v == 0 else str(int(v)) for v in s[r * SIZE : (r + 1) * SIZE]]
             for r in range(SIZE)
         ]
+        for p in range(int(s[NUM_PLAYERS])):
+            r, c = divmod(int(s[POS + p]), SIZE)
+            rows[r][c] = "ABCD"[p] if s[ALIVE + p] else "abcd"[p]
+        return ["".join(row) for row in rows]
+
+    def render(self, s: np.ndarray) -> str:
+        n = int(s[NUM_PLAYERS])
         bikes = []
         for p in range(n):
             r, c = divmod(int(s[POS + p]), SIZE)
             alive = bool(s[ALIVE + p])
             letter = "ABCD"[p] if alive else "abcd"[p]
-            grid[r][c] = letter
             state = HEADINGS[int(s[HEAD + p])] if alive else "dead"
             bikes.append(f"{letter}({r},{c}){state}")
-        lines = [" ".join(row) for row in grid]
+        lines = [" ".join(row) for row in self.grid(s)]
         status = f"lap {int(s[LAP])}  " + " ".join(bikes)
         if len(set(self.teams)) < n:
             status += "  teams " + "".join(str(t) for t in self.teams)

@@ -57,6 +57,10 @@ class PlayRequest(BaseModel):
     move: str = Field(..., description="Your move in the game's notation.")
 
 
+class LapRequest(BaseModel):
+    arrow: str = Field("", description="up, down, left, right, or empty: no key this lap.")
+
+
 def create_app(limits: Limits | None = None, mlflow_url: str | None = None) -> FastAPI:
     limits = limits or Limits()
     pools = BotPools(limits)
@@ -105,7 +109,6 @@ def create_app(limits: Limits | None = None, mlflow_url: str | None = None) -> F
                     **game.metadata(),
                     "default_opponent": game.default_opponent,
                     "real_time": game.real_time,
-                    "playable": not game.real_time,
                 }
             )
         return out
@@ -159,6 +162,13 @@ def create_app(limits: Limits | None = None, mlflow_url: str | None = None) -> F
         """Your move; the answer holds the bot's reply (and the dice) too."""
         session = sessions.get(session_id)
         await off_loop(sessions.play, session, body.move)
+        return view(session)
+
+    @app.post("/api/games/{session_id}/lap")
+    async def lap(session_id: str, body: LapRequest) -> dict[str, Any]:
+        """One lap of a real-time game (Lazerbike): your arrow key, the bots' moves."""
+        session = sessions.get(session_id)
+        await off_loop(sessions.lap, session, body.arrow)
         return view(session)
 
     @app.post("/api/games/{session_id}/undo")

@@ -45,8 +45,6 @@ class Sessions:
         self, game: Game, spec: str, side: int, seed: int, scenario: dict, history: str = ""
     ) -> Session:
         """A new game against `spec`, from the scenario's start or from a given history."""
-        if game.real_time:
-            raise WebError(400, f"{game.name} is played in real time (gridbots play), not here yet")
         if not 0 <= side < game.num_players:
             raise WebError(400, f"side {side}: {game.name} has seats 0-{game.num_players - 1}")
         try:
@@ -120,6 +118,25 @@ class Sessions:
             )
             del session.plies[keep:]
 
+    def lap(self, session: Session, arrow: str) -> None:
+        """One lap of a real-time game: the person's arrow key (or none) and the bots' moves;
+        the page calls it at the pace the person chose."""
+        with session.lock:
+            game, state = session.game, session.state
+            if not game.real_time:
+                raise WebError(400, f"{game.name} is not played in real time; send moves")
+            if state.is_terminal():
+                raise WebError(409, "the game is over; start a new one")
+            if arrow not in ("", "up", "down", "left", "right"):
+                raise WebError(400, f"arrow {arrow!r}: expected up, down, left, right or none")
+            seat = session.humans[0]
+            mine = None
+            if state.legal_actions(seat):
+                mine = game.arrow_action(state.array, seat, arrow)
+                if mine is None:  # an arrow the bike cannot take: it keeps going
+                    mine = game.arrow_action(state.array, seat, "")
+            self._lap(session, mine)
+
     def _lap(self, session: Session, mine: int | None) -> None:
         """A simultaneous lap: the person's action and the bot team-mates' (or rivals')."""
         game, state = session.game, session.state
@@ -151,6 +168,8 @@ class Sessions:
         while not state.is_terminal() and _waiting_for(session) is None:
             player = state.current_player()
             if player == SIMULTANEOUS:  # the person has nothing to do this lap
+                if session.game.real_time:
+                    break  # the page's clock asks for each lap
                 self._lap(session, None)
                 continue
             if player == CHANCE:
@@ -194,6 +213,7 @@ def view(session: Session) -> dict[str, Any]:
         "grid": game.grid(state.array),
         "to_move": game.player_name(player) if player is not None else None,
         "your_move": bool(legal),
+        "real_time": game.real_time and not state.is_terminal(),
         "legal": legal,
         "history": game.format_moves(history),
         "plies": plies,

@@ -8,6 +8,26 @@ let current = null; // the server's view of the game
 let cursor = [0, 0]; // keyboard position on the board
 const linked = new URLSearchParams(location.search); // ?game=&opponent=&side=&history=
 let startFrom = linked.get("history") || ""; // the first game may start from a linked position
+let clock = null; // real-time games: one lap per tick
+let pendingArrow = ""; // the arrow pressed since the last lap
+let lapInFlight = false;
+
+function stopClock() {
+  if (clock !== null) clearInterval(clock);
+  clock = null;
+}
+
+async function tick() {
+  if (lapInFlight || !current || !current.real_time) return;
+  lapInFlight = true;
+  const arrow = pendingArrow;
+  pendingArrow = "";
+  try {
+    current = await api(`/api/games/${current.id}/lap`, { arrow });
+    draw();
+  } catch (error) { say(error.message); stopClock(); }
+  lapInFlight = false;
+}
 
 async function api(path, body) {
   const init = body === undefined ? {} : {
@@ -26,16 +46,16 @@ async function loadGames() {
   const select = $("game");
   for (const game of list) {
     games[game.name] = game;
-    if (!game.playable) continue;
     const option = document.createElement("option");
     option.value = game.name;
     option.textContent = game.name;
     select.append(option);
   }
   const wanted = linked.get("game");
-  if (wanted && games[wanted]?.playable) select.value = wanted;
+  if (wanted && games[wanted]) select.value = wanted;
   if (linked.get("side")) $("side").value = linked.get("side");
   if (linked.get("params")) $("params").value = linked.get("params");
+  if (linked.get("pace")) $("pace").value = linked.get("pace");
   await loadBots();
 }
 
@@ -65,6 +85,7 @@ async function loadBots() {
 
 async function newGame(event) {
   if (event) event.preventDefault();
+  stopClock();
   say("starting…");
   try {
     current = await api(`/api/${encodeURIComponent(gameSpec())}/games`, {
@@ -73,6 +94,10 @@ async function newGame(event) {
     startFrom = "";
     cursor = [0, 0];
     draw();
+    if (current.real_time) {
+      const pace = Math.min(Math.max(Number($("pace").value) || 2, 0.5), 10);
+      clock = setInterval(tick, 1000 / pace);
+    }
   } catch (error) { say(error.message); }
 }
 
@@ -139,7 +164,9 @@ function drawGrid() {
       const move = current.your_move ? moveAt(r, c) : null;
       cell.className = `cell ${"XO".includes(piece) ? piece : ""}${move ? " legal" : ""}`;
       cell.dataset.piece = piece;
-      if (/[0-9]/.test(piece)) cell.textContent = piece; // a player on a tile map
+      const board = current.game.split(":")[0];
+      const shown = board === "lazerbike" ? /[A-Da-d]/ : board === "sokoban" ? /[0-9]/ : null;
+      if (shown && shown.test(piece)) cell.textContent = piece; // bikes, Sokoban players
       cell.dataset.row = r;
       cell.dataset.col = c;
       cell.tabIndex = r === cursor[0] && c === cursor[1] ? 0 : -1;
@@ -228,8 +255,11 @@ function draw() {
   const result = $("result");
   result.hidden = current.result === null;
   if (current.result !== null) {
+    stopClock();
     result.textContent = `${current.result}`;
     say(`game over: ${current.result} (history ${current.history})`);
+  } else if (current.real_time) {
+    say(`you are ${current.you.join(", ")}: steer with the arrows (against ${current.spec})`);
   } else if (current.your_move) {
     say(`your move (${current.you.join(", ")}) against ${current.spec}`);
   }
@@ -239,6 +269,12 @@ function onKey(event) {
   if (event.target.tagName === "INPUT" || event.target.tagName === "SELECT") return;
   if (event.key === "u") { undo(); return; }
   if (event.key === "n") { newGame(); return; }
+  const arrows = { ArrowUp: "up", ArrowDown: "down", ArrowLeft: "left", ArrowRight: "right" };
+  if (current && current.real_time && arrows[event.key]) {
+    event.preventDefault();
+    pendingArrow = arrows[event.key]; // taken at the next lap
+    return;
+  }
   const walks = { ArrowUp: "up", ArrowDown: "down", ArrowLeft: "left", ArrowRight: "right", " ": "stay" };
   const walk = current && current.legal.find((m) => m.move === walks[event.key]);
   if (walk) { event.preventDefault(); play(walk.move); return; } // moves named by arrows
