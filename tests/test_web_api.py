@@ -43,6 +43,14 @@ def test_othello_move_in_its_notation(client):
     assert sum(reply.json()["analysis"]["policy"].values()) == pytest.approx(1.0)
 
 
+def test_a_simultaneous_game_gets_every_living_players_action(client):
+    both = client.post("/api/lazerbike/move", json={"spec": "random:guards=safe"}).json()
+    assert set(both["moves"]) == {"0", "1"} and both["analysis"] is None
+    assert all(m in ("left", "forward", "right") for m in both["moves"].values())
+    one = client.post("/api/lazerbike/move", json={"spec": "random", "player": 1}).json()
+    assert set(one["moves"]) == {"1"}
+
+
 @pytest.mark.parametrize(
     ("spec", "asked", "served"),
     [

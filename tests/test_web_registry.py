@@ -32,7 +32,7 @@ def client(tmp_path_factory):
         from models.tracking import client as tracking_client
 
         tracking_client().set_registered_model_alias("connect4-hmm", "web", "1")
-        with TestClient(create_app(Limits(ms=100))) as c:
+        with TestClient(create_app(Limits(ms=100), mlflow_url="http://127.0.0.1:5000")) as c:
             yield c
 
 
@@ -61,3 +61,5 @@ def test_bots_and_leaderboard_show_the_registered_model(client):
     low, high = version["interval"]
     assert low <= version["score"] <= high and version["decision"] in ("promoted", "rejected")
     assert "held_out_accuracy" in version["evaluation"]
+    assert version["run_url"].startswith("http://127.0.0.1:5000/#/experiments/")
+    assert version["run_url"].endswith(f"/runs/{version['run_id']}")
