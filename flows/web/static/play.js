@@ -68,6 +68,7 @@ async function loadBots() {
   const name = $("game").value;
   const game = games[name];
   $("params").placeholder = Object.entries(game.params).map(([k, v]) => `${k}=${v}`).join(",");
+  $("pace").parentElement.hidden = !game.real_time; // laps/s: real-time games only
   const bots = await api(`/api/bots?game=${encodeURIComponent(name)}`);
   const list = $("bots");
   list.replaceChildren();
@@ -261,7 +262,8 @@ function draw() {
   } else if (current.real_time) {
     say(`you are ${current.you.join(", ")}: steer with the arrows (against ${current.spec})`);
   } else if (current.your_move) {
-    say(`your move (${current.you.join(", ")}) against ${current.spec}`);
+    const mates = games[current.game.split(":")[0]]?.kind === "puzzle" ? "with" : "against";
+    say(`your move (${current.you.join(", ")}) ${mates} ${current.spec}`);
   }
 }
 
