@@ -1,0 +1,136 @@
+"""The promotion gate with really trained, exported, registered value networks (no stub agent).
+
+Three versions of `connect4-value-mlp`, each a small Keras MLP exported to ONNX and played by
+the real `onnx:` agent (alpha-beta on the network): 1 learns won-vs-lost endgames (the exact
+labels test_value_mlp checks with the solver), 2 learns the same positions with the labels
+flipped (it seeks lost positions), 3 is 1 trained again from the same seed (an equal). The
+baseline comes from params.yaml in the working directory. Every decision is checked against a
+W/D/L count and a Wilson interval computed here from the gate's own game rows.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+from test_tracking import mlflow_sandbox
+from test_value_mlp import Endgames, board_arrays
+
+from agents import make
+from engine import load_game
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+pytestmark = pytest.mark.filterwarnings("ignore:.*noload.*")
+NAME = "connect4-value-mlp"
+PARAMS = {"epochs": "8", "width": "64", "batch_size": "32"}
+BASELINE = "random"  # not the built-in default (random:guards=win+block): params.yaml must say it
+
+
+def save_endgames(path, rows, flip: bool):
+    from features.encode import save
+
+    arrays = board_arrays(rows, mirror=True)
+    if flip:
+        arrays["outcome"] = -arrays["outcome"]
+    meta = {"encoding": "board-onehot", "game": "connect4", "table": "positions",
+            "options": {}, "rows": len(rows)}  # fmt: skip
+    return save(arrays, meta, path)
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory):
+    from models.tracking import train
+
+    root = tmp_path_factory.mktemp("promotion")
+    with mlflow_sandbox(root, tmp_path_factory.getbasetemp()):
+        (root / "params.yaml").write_text(f"promote:\n  baseline: {BASELINE}\n  games: 8\n")
+        rows = Endgames().rows(1500, seed=0)
+        true = save_endgames(root / "true.npz", rows, flip=False)
+        flipped = save_endgames(root / "flipped.npz", rows, flip=True)
+        datasets = (true, flipped, true)
+        versions = [train(data, "value-mlp", PARAMS, register=True) for data in datasets]
+        yield root, versions
+
+
+def wilson(score: float, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """The score interval, written out here independently of engine.tournament."""
+    centre = (score + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(score * (1 - score) / n + z * z / (4 * n * n))
+    return centre - half, centre + half
+
+
+def gate(version: str, games: int, seed: int = 0):
+    """Plays the gate; returns the decision and the W/D/L it should report, recounted."""
+    from models.registry import promote_if_better
+
+    rows = []
+    decision = promote_if_better(NAME, version, games=games, seed=seed, on_game=rows.append)
+    assert len(rows) == games and {r["swapped"] for r in rows} == {False, True}
+    assert {r["spec_a"] for r in rows} == {f"registry:{NAME}/{version}"}
+    wins = sum(r["score_a"] == 1.0 for r in rows)
+    draws = sum(r["score_a"] == 0.5 for r in rows)
+    losses = sum(r["score_a"] == 0.0 for r in rows)
+    assert (decision.wins, decision.draws, decision.losses) == (wins, draws, losses)
+    score = (wins + draws / 2) / games
+    low, high = wilson(score, games)
+    assert decision.score == pytest.approx(score)
+    assert (decision.low, decision.high) == (pytest.approx(low), pytest.approx(high))
+    assert decision.promoted == (low > 0.5)  # the rule, recomputed
+    return decision
+
+
+def test_the_trained_versions_are_what_the_gate_will_compare(registry):
+    """The networks really differ: 1 and 3 agree and beat chance on fresh endgames, 2 is
+    worse than chance (it learned the flipped labels)."""
+    from agents.onnx_runtime import session
+    from agents.value_features import ValueEncoder
+
+    _, versions = registry
+    assert [v.version for v in versions] == ["1", "2", "3"]
+    game = load_game("connect4")
+    fresh = Endgames().rows(300, seed=7)
+    x = ValueEncoder(game, "board-onehot").batch(
+        np.stack([r[1] for r in fresh]), np.array([r[2] for r in fresh])
+    )
+    truth = np.array([r[3] for r in fresh]) > 0
+    accuracy = {}
+    for v in versions:
+        agent = make(f"registry:{NAME}/{v.version}", game)  # downloads the ONNX file
+        p = session(str(agent.source)).run(["win_probability"], {"position": x})[0][:, 0]
+        accuracy[v.version] = ((p > 0.5) == truth).mean()
+    assert accuracy["1"] > 0.5 > accuracy["2"] and accuracy["3"] == accuracy["1"]
+
+
+def test_gate_sequence_over_several_trained_versions(registry):
+    from models.registry import describe
+
+    # 1, no production yet, faces params.yaml's baseline. Two wins out of two are not enough
+    # (Wilson lower bound 0.34); four out of four are, just (0.51).
+    short = gate("1", games=2)
+    assert short.opponent == BASELINE and short.previous is None
+    assert short.wins == 2 and short.low == pytest.approx(0.342, abs=1e-3)
+    assert not short.promoted and "production" not in describe(NAME)["aliases"]
+    first = gate("1", games=4)
+    assert first.wins == 4 and first.low == pytest.approx(0.510, abs=1e-3) and first.promoted
+    assert describe(NAME)["aliases"] == {"production": "1"}
+
+    # 2 (flipped labels) faces production 1, not the baseline, and is refused.
+    weaker = gate("2", games=6)
+    assert weaker.opponent == f"registry:{NAME}/1" and weaker.previous == "1"
+    assert not weaker.promoted and weaker.wins <= 1
+
+    # 3 (an equal of 1): about half the points; the lower bound stays below 0.5.
+    equal = gate("3", games=6, seed=3)
+    assert equal.opponent == f"registry:{NAME}/1"
+    assert 0.25 <= equal.score <= 0.75 and equal.low < 0.5 < equal.high
+    assert not equal.promoted
+
+    model = describe(NAME)
+    assert model["aliases"] == {"production": "1"}
+    decisions = [v["tags"]["promotion.decision"] for v in model["versions"]]
+    assert decisions == ["promoted", "rejected", "rejected"]
+    assert model["versions"][2]["tags"]["promotion.wdl"] == (
+        f"{equal.wins}/{equal.draws}/{equal.losses}"
+    )
