@@ -24,10 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import resource
 import selectors
-import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -41,20 +38,24 @@ import numpy as np
 
 from engine.notation import after_history, describe_illegal
 from engine.protocol import State
+from engine.sandbox import (
+    DEFAULT_CPU_S,
+    DEFAULT_MEMORY_MB,
+    MARKER,
+    discard_process,
+    kill_group,
+    seal,
+)
 
 MAX_LINE = 64  # an answer is a small integer; anything longer is garbage
 READ_CHUNK = 65536
 LAP_READ_BUDGET = 256 * 1024  # past this, a bot's pipe is left unread until the next lap
 STDERR_TAIL = 4096
-DEFAULT_MEMORY_MB = 2048
-DEFAULT_CPU_S = 600  # CPU seconds a bot process may use in its whole life (RLIMIT_CPU)
-MAX_FILE_BYTES = 64 << 20  # the largest file a bot may write (RLIMIT_FSIZE), in its folder
 MAX_PIPE_BYTES = 64 << 20  # what a bot may write to its stdout in one game before it is killed
 STARTUP_S = 120.0  # imports and numba cache loads happen before the first "ok"
 RESET_S = 10.0  # a process that already played answers a new game within this
 #: the only variables a bot inherits (besides the ones the referee sets)
 INHERITED_ENV = ("PATH", "PYTHONPATH", "LANG", "LC_ALL", "TZ", "VIRTUAL_ENV")
-MARKER = "GRIDBOTS_BOT_ID"
 SOURCE_ROOT = Path(__file__).resolve().parents[1]  # so the host imports this very code
 MAX_FAULTS = 20  # fault messages kept per seat and game
 
@@ -88,50 +89,6 @@ class SeatStats:
     def note(self, fault: str) -> None:
         if len(self.faults) < MAX_FAULTS:
             self.faults.append(fault)
-
-
-def _seal(megabytes: int, cpu_seconds: int) -> None:
-    """Runs in the child before exec: address space, CPU time, file size, no core dumps."""
-    limit = int(megabytes) * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    resource.setrlimit(resource.RLIMIT_CPU, (int(cpu_seconds), int(cpu_seconds) + 1))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-
-def _kill_group(proc: subprocess.Popen, marker: str) -> None:
-    """SIGKILL to a bot's process group (its children too), then to any process still carrying
-    its marker; reaps the bot."""
-    with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGKILL)  # its own session: group id = its pid
-    _kill_marked(marker)
-    with contextlib.suppress(OSError):
-        proc.kill()
-    proc.wait()
-
-
-def _discard(proc: subprocess.Popen, folder: Path | None, marker: str) -> None:
-    """A bot process gone for good: killed with its group, pipes closed, folder removed."""
-    _kill_group(proc, marker)
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
-        with contextlib.suppress(OSError):
-            if stream is not None:
-                stream.close()
-    if folder is not None:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _kill_marked(marker: str) -> None:
-    """Kills every process whose environment carries `marker` (children that left the group)."""
-    needle = f"{MARKER}={marker}".encode()
-    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if needle in (entry / "environ").read_bytes().split(b"\0"):
-                os.kill(int(entry.name), signal.SIGKILL)
-        except (OSError, ValueError):
-            continue
 
 
 class BotProcess:
@@ -181,7 +138,7 @@ class BotProcess:
             stderr=subprocess.PIPE,
             env=env,
             cwd=folder,
-            preexec_fn=lambda: _seal(self.memory_mb, self.cpu_s),
+            preexec_fn=lambda: seal(self.memory_mb, self.cpu_s),
             start_new_session=True,
             close_fds=True,
         )
@@ -231,7 +188,7 @@ class BotProcess:
         """Asks the bot to leave, then kills its whole group and removes its folder; never
         waits long for a misbehaving one. The loading replacement goes too, unless kept."""
         if not keep_spare and self.spare is not None:
-            _discard(*self.spare)
+            discard_process(*self.spare)
             self.spare = None
         if self.proc is None:
             return
@@ -240,7 +197,7 @@ class BotProcess:
                 os.write(self.in_fd, b'{"op": "bye"}\n')
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=0.5)
-        _discard(self.proc, self.folder, self.marker)
+        discard_process(self.proc, self.folder, self.marker)
         self.proc, self.folder = None, None
 
     def _die(self) -> None:
@@ -249,7 +206,7 @@ class BotProcess:
             self.dead = True
             self.stats.crashes += 1
             self.pending = False
-            _kill_group(self.proc, self.marker)
+            kill_group(self.proc, self.marker)
             if self.spare is None:
                 self.spare = self._spawn()
 
