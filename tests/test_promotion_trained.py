@@ -41,17 +41,29 @@ def save_endgames(path, rows, flip: bool):
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory):
+    """Three registered versions; `exported` keeps each Keras model and its parity inputs (the
+    real export runs: the spy only remembers what it was given)."""
+    from models import value_mlp
     from models.tracking import train
 
     root = tmp_path_factory.mktemp("promotion")
-    with mlflow_sandbox(root, tmp_path_factory.getbasetemp()):
+    real_export = value_mlp.export_keras
+
+    def remembering_export(model, path, held_out, *args, **kwargs):
+        exported.append((model, np.asarray(held_out, np.float32)))
+        return real_export(model, path, held_out, *args, **kwargs)
+
+    exported: list = []
+    with mlflow_sandbox(root, tmp_path_factory.getbasetemp()) as patch:
+        patch.setattr(value_mlp, "export_keras", remembering_export)
         (root / "params.yaml").write_text(f"promote:\n  baseline: {BASELINE}\n  games: 8\n")
         rows = Endgames().rows(1500, seed=0)
         true = save_endgames(root / "true.npz", rows, flip=False)
         flipped = save_endgames(root / "flipped.npz", rows, flip=True)
         datasets = (true, flipped, true)
         versions = [train(data, "value-mlp", PARAMS, register=True) for data in datasets]
-        yield root, versions
+        assert len(exported) == 3
+        yield root, versions, exported
 
 
 def wilson(score: float, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -87,7 +99,7 @@ def test_the_trained_versions_are_what_the_gate_will_compare(registry):
     from agents.onnx_runtime import session
     from agents.value_features import ValueEncoder
 
-    _, versions = registry
+    _, versions, _ = registry
     assert [v.version for v in versions] == ["1", "2", "3"]
     game = load_game("connect4")
     fresh = Endgames().rows(300, seed=7)
@@ -134,3 +146,34 @@ def test_gate_sequence_over_several_trained_versions(registry):
     assert model["versions"][2]["tags"]["promotion.wdl"] == (
         f"{equal.wins}/{equal.draws}/{equal.losses}"
     )
+
+
+def test_registered_onnx_matches_its_own_keras_model(registry):
+    """Parity against the framework itself: the registry's ONNX file, downloaded and run by
+    onnxruntime, against the trained Keras model called directly, on the export's held-out
+    inputs (the recorded tag must be that difference) and on fresh positions."""
+    from agents.onnx_runtime import session
+    from agents.value_features import ValueEncoder
+    from models.export import PARITY_SAMPLES, TOLERANCE
+    from models.registry import describe
+
+    _, versions, exported = registry
+    game = load_game("connect4")
+    fresh = Endgames().rows(200, seed=13)
+    x_fresh = ValueEncoder(game, "board-onehot").batch(
+        np.stack([r[1] for r in fresh]), np.array([r[2] for r in fresh])
+    )
+    tags = {v["version"]: v["tags"] for v in describe(NAME)["versions"]}
+    for v, (model, held_out) in zip(versions, exported, strict=True):
+        runner = session(str(make(f"registry:{NAME}/{v.version}", game).source))
+        for x in (held_out[:PARITY_SAMPLES], x_fresh):
+            keras_p = np.asarray(model(x, training=False), np.float64)[:, 0]
+            onnx_p = runner.run(["win_probability"], {"position": x})[0][:, 0]
+            diff = float(np.abs(keras_p - onnx_p).max())
+            assert diff <= TOLERANCE and keras_p.std() > 0.0  # a real, non-constant output
+        held_diff = np.abs(
+            np.asarray(model(held_out[:PARITY_SAMPLES], training=False), np.float64)
+            - runner.run(["win_probability"], {"position": held_out[:PARITY_SAMPLES]})[0]
+        ).max()
+        recorded = float(tags[v.version]["export.parity_max_abs_diff"])
+        assert recorded == pytest.approx(float(held_diff), rel=0.01, abs=1e-9)
