@@ -64,6 +64,23 @@ def job(game: str, params: dict, out: Path, measure: list[str], games: int, seed
     }
 
 
+def kept_job(job: dict) -> dict:
+    """train_and_measure that keeps its result beside its model (OUT/entry.json, written
+    last) and returns that one when the same job runs again: a killed sweep resumes where it
+    stopped instead of training every configuration again."""
+    from flows.stage_io import write_json
+    from models.td_matches import train_and_measure
+
+    done = Path(job["out"]) / "entry.json"
+    if done.is_file():
+        entry = json.loads(done.read_text())
+        if entry.get("job") == job and Path(entry["artifact"]).is_file():
+            return entry
+    entry = {**train_and_measure(job), "job": job}
+    write_json(done, entry)
+    return entry
+
+
 def long_job(job: dict) -> dict:
     """One long run in a worker process: resumable training with its learning curve."""
     import time

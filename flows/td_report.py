@@ -230,7 +230,12 @@ def td_section(root: Path, game: str, out: Path) -> list[str]:
             "",
             f"{grid['configs']} configurations × {grid['games_per_config']:,} games in "
             f"{grid['seconds'] / 60:.1f} min on {grid['workers']} workers; ranked by the "
-            f"greedy score against `{opponent}`, then against random.",
+            f"greedy score against `{opponent}`, then against random."
+            + (
+                f" Resumed: {grid['resumed']} configurations came from a killed run."
+                if grid.get("resumed")
+                else ""
+            ),
             "",
             f"| rank | configuration | vs `{opponent}` | vs random |",
             "|---:|---|---:|---:|",

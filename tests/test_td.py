@@ -398,3 +398,25 @@ def test_ntuple_leaf_inside_the_core_matches_its_one_ply_play(othello, ntuple_tr
         state = midgame(othello, 6 + 6 * seed, seed)
         if not state.is_terminal():
             assert searched.step(state) == one_ply.step(state)
+
+
+def test_a_killed_sweep_resumes_from_its_finished_configurations(tmp_path, monkeypatch):
+    import models.td_matches
+    from flows.td_jobs import job, kept_job
+
+    def make(seed: int) -> dict:
+        return job("othello", {"games": 20, "hidden": 4, "seed": seed}, tmp_path / "c", [], 0, 0)
+
+    first = kept_job(make(1))
+    weights = _weights(first["artifact"])
+
+    def must_not_train(_job):
+        raise AssertionError("a finished configuration was trained again")
+
+    monkeypatch.setattr(models.td_matches, "train_and_measure", must_not_train)
+    again = kept_job(make(1))
+    assert again == first and all(
+        np.array_equal(a, b) for a, b in zip(weights, _weights(again["artifact"]), strict=True)
+    )
+    with pytest.raises(AssertionError, match="trained again"):  # another job is not reused
+        kept_job(make(2))

@@ -14,13 +14,15 @@
 
 Training configurations run in worker processes (params `workers`); every configuration is a
 nested MLflow run under its stage's parent run. Outputs are written into scratch folders and
-renamed into place when complete; the long training checkpoints outside its output, so a
-killed run resumes where it stopped.
+renamed into place when complete; the grid keeps each finished configuration and the long
+training checkpoints outside their outputs (under .cache/td), so a killed run resumes where it
+stopped.
 """
 
 from __future__ import annotations
 
 import itertools
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,15 @@ from prefect import flow, task
 
 from flows.stage_io import RETRIES, atomic_dir, use_tracking, write_json
 from flows.stage_runs import log_stage_run
-from flows.td_jobs import job, long_job, play_one, read_output, run_jobs, write_curve
+from flows.td_jobs import (
+    job,
+    kept_job,
+    long_job,
+    play_one,
+    read_output,
+    run_jobs,
+    write_curve,
+)
 
 CHECKPOINTS = Path(".cache") / "td"
 
@@ -197,30 +207,34 @@ def grid_flow(root: Path, params: dict, game: str) -> dict[str, Any]:
     seed, opponent = int(settings["seed"]), str(settings["opponent"])
     configs = grid_configs(chain["base"], settings["axes"])
     began = time.perf_counter()
+    kept = root / CHECKPOINTS / game / "grid"  # finished configurations, until the stage ends
     with atomic_dir(root / "td" / game / "grid") as scratch:
         jobs = [
             job(
                 spec,
                 {**p, "games": int(settings["games"]), "seed": seed},
-                scratch / "models" / name,
+                kept / name,
                 ["random", opponent],
                 int(settings["eval_games"]),
                 seed,
             )
             for name, p in configs.items()
         ]
-        trained = run_jobs(jobs, int(params["workers"]), f"{game}: full grid")
+        resumed = sum((kept / name / "entry.json").is_file() for name in configs)
+        trained = run_jobs(jobs, int(params["workers"]), f"{game}: full grid", work=kept_job)
         seconds = time.perf_counter() - began
         ranked = sorted(trained, key=lambda e: rank_key(e, opponent), reverse=True)
         best = ranked[0]
-        Path(best["artifact"]).replace(scratch / "best.onnx")
-        for entry in trained:
-            entry["artifact"] = str(Path(entry["artifact"]).relative_to(scratch))
-        best["artifact"] = "best.onnx"
+        shutil.copyfile(best["artifact"], scratch / "best.onnx")
+        for entry in trained:  # only the best network is kept (logged from the scratch folder)
+            entry.pop("job", None)
+            entry["artifact"] = str(scratch / "best.onnx") if entry is best else ""
         summary = {
             "game": spec,
             "configs": len(trained),
             "seconds": seconds,
+            "resumed": resumed,  # configurations a killed earlier run had finished
+            "job_seconds": sum(e["seconds"] for e in trained),  # every job's own time, summed
             "workers": int(params["workers"]),
             "opponent": opponent,
             "games_per_config": int(settings["games"]),
@@ -232,11 +246,6 @@ def grid_flow(root: Path, params: dict, game: str) -> dict[str, Any]:
             ],
         }
         write_json(scratch / "grid.json", summary)
-        for path in (scratch / "models").glob("*"):  # only the best network is kept
-            if path.is_dir():
-                for file in path.iterdir():
-                    file.unlink()
-                path.rmdir()
         runs = log_runs(
             game,
             f"{game}-td-grid",
@@ -245,6 +254,7 @@ def grid_flow(root: Path, params: dict, game: str) -> dict[str, Any]:
             [scratch / "grid.json"],
         )
         write_json(scratch / "runs.json", runs)
+    shutil.rmtree(kept, ignore_errors=True)  # the output is complete: a new run starts afresh
     write_json(
         root / "metrics" / game / "td-grid.json",
         {
