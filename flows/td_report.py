@@ -232,7 +232,9 @@ def td_section(root: Path, game: str, out: Path) -> list[str]:
             f"{grid['seconds'] / 60:.1f} min on {grid['workers']} workers; ranked by the "
             f"greedy score against `{opponent}`, then against random."
             + (
-                f" Resumed: {grid['resumed']} configurations came from a killed run."
+                f" Resumed: {grid['resumed']} configurations came from a killed run, so the time"
+                f" is this run's only; every configuration's own time sums to "
+                f"{grid.get('job_seconds', 0) / 60:.1f} min."
                 if grid.get("resumed")
                 else ""
             ),
