@@ -4,7 +4,8 @@ Models come from test_tracking's stand-in family. Its ONNX file names, in its me
 built-in agent it stands for (`gridbots.stub_agent`); the test-only `stubonnx:` agent reads the
 downloaded file and plays as that agent. So the gate really plays seeded games between versions
 fetched from the registry, and a version whose file says `mcts:sims=100` is clearly stronger
-than one that says `random` (and than the guarded random baseline).
+than one that says `random` (and than the guarded random baseline). The gate and parity with
+really trained Keras/ONNX versions: test_promotion_trained.
 """
 
 from __future__ import annotations
@@ -79,6 +80,8 @@ def test_registering_creates_game_family_versions_with_evidence_tags(sandbox, ve
     assert tags["params"] == (
         '{"agent": "mcts:sims=100", "center": false, "corrupt": false, "epochs": 3, "width": 3}'
     )
+    # the tag's plumbing only (the stub reports 3e-06); real Keras-vs-ONNX parity of
+    # registered versions is checked in test_promotion_trained
     assert tags["export.parity_max_abs_diff"] == "3e-06"
     assert float(tags["eval.val_loss"]) == pytest.approx(1.1 / 9)
     assert tags["artifact.kind"] == "onnx" and tags["game"] == "connect4"
