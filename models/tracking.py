@@ -14,11 +14,13 @@ unless told otherwise. MLflow is imported lazily (it takes seconds); no TensorFl
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -337,24 +339,45 @@ def train(
             outcome = TrainOutcome(exp_id, runs, best, metric, direction)
         else:
             name = f"{game_name}-{family_name}-sweep"
-            with mlflow.start_run(experiment_id=exp_id, run_name=name) as parent:
-                mlflow.log_params({**dataset, "family": family_name})
-                mlflow.set_tags(
-                    {"gridbots.sweep": json.dumps(list(sweep)), "gridbots.size": len(grid)}
-                )
+            state = _sweep_state(base, family_name, dataset, configs) if out_dir else None
+            resumed = state["parent"] if state else None
+            start = {"run_id": resumed} if resumed else {"experiment_id": exp_id, "run_name": name}
+            with mlflow.start_run(**start) as parent:
+                if not resumed:
+                    mlflow.log_params({**dataset, "family": family_name})
+                    mlflow.set_tags(
+                        {"gridbots.sweep": json.dumps(list(sweep)), "gridbots.size": len(grid)}
+                    )
+                if state is not None:
+                    state["parent"] = parent.info.run_id
+                    _save_state(base, state)
                 for index, (config, params_i) in enumerate(zip(grid, configs, strict=True)):
+                    key = str(index)
+                    if state and key in state["done"]:  # finished before a kill: not again
+                        say(f"[{index + 1}/{len(grid)}] {_label(config)}: done before")
+                        runs.append(_restore(state["done"][key]))
+                        continue
+                    if state and key in state["running"]:  # in flight at the kill
+                        _close_stale(mlflow_client, state["running"][key])
                     say(f"[{index + 1}/{len(grid)}] {_label(config)}")
                     child_dir = base / f"config-{index:03d}"
+                    shutil.rmtree(child_dir, ignore_errors=True)  # a killed attempt's files
                     child_dir.mkdir(parents=True, exist_ok=True)
                     with mlflow.start_run(
                         experiment_id=exp_id, run_name=_label(config), nested=True
-                    ):
+                    ) as child:
+                        if state is not None:
+                            state["running"][key] = child.info.run_id
+                            _save_state(base, state)
                         mlflow.set_tag("gridbots.sweep_config", _label(config))
                         runs.append(
                             _run_one(
                                 module, family_name, arrays, meta, params_i, dataset, child_dir
                             )
                         )
+                    if state is not None:
+                        state["done"][key] = _record(runs[-1])
+                        _save_state(base, state)
                 metric, direction = objective(module, runs[0].result.metrics, metric)
                 best = _choose_best(runs, metric, direction)
                 mlflow.set_tags(
@@ -369,11 +392,68 @@ def train(
                 if best.objective is not None and math.isfinite(best.objective):
                     mlflow.log_metric(f"best.{metric}", best.objective)
             outcome = TrainOutcome(exp_id, runs, best, metric, direction, parent.info.run_id)
+            if state is not None:
+                _save_state(base, {**state, "finished": True})
     if register:
         from models.registry import register_run
 
         outcome.version = register_run(best, mlflow_client)
     return outcome
+
+
+# ---- a killed sweep resumes: finished configurations are kept, the one in flight reruns ------
+SWEEP_STATE = "sweep-state.json"
+
+
+def _sweep_state(base: Path, family_name: str, dataset: dict, configs: list) -> dict[str, Any]:
+    """What a sweep killed in `base` (same family, dataset hash and grid) finished, else a
+    fresh state; a finished sweep starts afresh."""
+    import hashlib
+
+    identity = json.dumps([family_name, dataset, configs], sort_keys=True, default=str)
+    key = hashlib.sha256(identity.encode()).hexdigest()
+    try:
+        state = json.loads((Path(base) / SWEEP_STATE).read_text())
+    except (OSError, ValueError):
+        state = {}
+    if not isinstance(state, dict) or state.get("key") != key or state.get("finished"):
+        state = {"key": key, "parent": None, "running": {}, "done": {}}
+    return state
+
+
+def _save_state(base: Path, state: dict[str, Any]) -> None:
+    path = Path(base) / SWEEP_STATE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_text(json.dumps(state, default=str))
+    os.replace(temp, path)
+
+
+def _record(run: TrainedRun) -> dict[str, Any]:
+    r = run.result
+    result = {**r.__dict__, "artifact": str(r.artifact),
+              "extra_artifacts": [str(p) for p in r.extra_artifacts]}  # fmt: skip
+    return {"run_id": run.run_id, "params": run.params, "model_uri": run.model_uri,
+            "dataset": run.dataset, "parity": run.parity, "result": result}  # fmt: skip
+
+
+def _restore(saved: dict[str, Any]) -> TrainedRun:
+    r = dict(saved["result"])
+    r["artifact"], r["extra_artifacts"] = (
+        Path(r["artifact"]),
+        [Path(p) for p in r["extra_artifacts"]],
+    )
+    fields = {k: v for k, v in saved.items() if k != "result"}
+    return TrainedRun(result=TrainingResult(**r), **fields)
+
+
+def _close_stale(mlflow_client: Any, run_id: str) -> None:
+    """The run a kill interrupted: KILLED, unless the interrupted process closed it itself."""
+    from mlflow.exceptions import MlflowException
+
+    with contextlib.suppress(MlflowException):  # a deleted run: nothing to close
+        if mlflow_client.get_run(run_id).info.status == "RUNNING":
+            mlflow_client.set_terminated(run_id, "KILLED")
 
 
 def _choose_best(runs: list[TrainedRun], metric: str, direction: str) -> TrainedRun:
@@ -391,7 +471,6 @@ def _choose_best(runs: list[TrainedRun], metric: str, direction: str) -> Trained
 def fetch_run_artifact(run_id: str, out: Path) -> tuple[Path, dict[str, str]]:
     """Copies a training run's model file (a sweep's: its best child's) to OUT/RUN_ID/; returns
     the file and what the run recorded about it (kind, metadata, parity, model URI)."""
-    import shutil
 
     import mlflow
     from mlflow.exceptions import MlflowException

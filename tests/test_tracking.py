@@ -290,3 +290,56 @@ def test_sidecars_travel_with_non_onnx_models_only():
 
     assert sidecars(result("crfsuite", "model.crfsuite")) == [Path("/x/model.crfsuite.json")]
     assert sidecars(result("onnx", "model.onnx")) == []
+
+
+class Killed(BaseException):
+    """What a kill looks like from inside: the training stops, no handler catches it."""
+
+
+def test_a_killed_sweep_resumes_at_the_configuration_in_flight(sandbox, data, monkeypatch):
+    from models.tracking import client, train
+
+    trained: list[int] = []
+    kill_at = {2}
+
+    def flaky(arrays, meta, params, out_dir, progress=None):
+        trained.append(params["width"])
+        if params["width"] in kill_at:
+            raise Killed
+        return stub_train(arrays, meta, params, out_dir, progress)
+
+    monkeypatch.setattr(STUB, "train", flaky)
+    work = sandbox / "work" / "resume"
+    sweep = ["width=1,2,3"]
+    with pytest.raises(Killed):
+        train(data, "stub", {}, sweep, "resume", out_dir=work)
+    assert trained == [1, 2]  # the first finished, the second was in flight
+    kill_at.clear()
+    outcome = train(data, "stub", {}, sweep, "resume", out_dir=work)
+    assert trained == [1, 2, 2, 3]  # only the configurations not finished trained again
+    mlflow_client = client()
+    runs = mlflow_client.search_runs([outcome.experiment_id])
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    assert [p.info.run_id for p in parents] == [outcome.parent_run_id]  # the same parent
+    children = {r.info.run_id: r for r in runs if r.data.tags.get("mlflow.parentRunId")}
+    assert [r.run_id for r in outcome.runs] == [
+        r.info.run_id
+        for r in sorted(children.values(), key=lambda r: r.info.start_time)
+        if r.info.status == "FINISHED"
+    ]
+    statuses = sorted(r.info.status for r in children.values())
+    assert statuses == ["FAILED", "FINISHED", "FINISHED", "FINISHED"]  # the interrupted one
+    assert [r.params["width"] for r in outcome.runs] == [1, 2, 3]
+    assert outcome.best.params["width"] == 3  # chosen over all three (lowest val_loss)
+    assert outcome.best.result.artifact.is_file()
+    assert parents[0].data.tags["best.run_id"] == outcome.best.run_id
+    # a finished sweep is not resumed: the same command trains every configuration again
+    again = train(data, "stub", {}, sweep, "resume", out_dir=work)
+    assert trained[4:] == [1, 2, 3] and again.parent_run_id != outcome.parent_run_id
+    # another grid in the same folder does not reuse the killed sweep's runs either
+    kill_at.add(3)
+    with pytest.raises(Killed):
+        train(data, "stub", {}, ["width=1,3"], "resume", out_dir=work)
+    kill_at.clear()
+    train(data, "stub", {}, ["width=1,4"], "resume", out_dir=work)
+    assert trained[7:] == [1, 3, 1, 4]

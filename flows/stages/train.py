@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +41,12 @@ def train_flow(root: Path, params: dict, game: str, name: str) -> dict[str, Any]
     settings = params[game]["models"][name]
     data = Path(root) / "encoded" / game / f"{settings['encoding']}.npz"
     root = Path(root)
-    with (
-        atomic_dir(root / "trained" / game / name) as scratch,
-        tempfile.TemporaryDirectory(prefix="gridbots-train-") as work,
-    ):
+    # outside DVC's outputs and kept until the stage succeeds: a killed sweep resumes there at
+    # the configuration in flight (models.tracking keeps what each finished one left)
+    work = root / "checkpoints" / game / f"train-{name}"
+    if not settings["sweep"]:  # one run: nothing to resume, nothing stale to copy
+        shutil.rmtree(work, ignore_errors=True)
+    with atomic_dir(root / "trained" / game / name) as scratch:
         outcome = train(
             data,
             settings["family"],
@@ -53,7 +54,7 @@ def train_flow(root: Path, params: dict, game: str, name: str) -> dict[str, Any]
             sweep_items(settings["sweep"]),
             experiment=game,
             register=True,
-            out_dir=Path(work),
+            out_dir=work,
             expect_game=game,
         )
         best = outcome.best
@@ -81,6 +82,7 @@ def train_flow(root: Path, params: dict, game: str, name: str) -> dict[str, Any]
             "configurations": len(outcome.runs),
         }
         write_json(scratch / "run.json", summary)
+    shutil.rmtree(work, ignore_errors=True)
     metrics = {k: float(v) for k, v in best.result.metrics.items()}
     write_json(root / "metrics" / game / f"train-{name}.json", metrics)
     write_curve(root / "plots" / game / f"{name}.csv", best.result.history)
