@@ -298,6 +298,7 @@ class MCTSAgent(Agent):
         tree = self.search(state)
         move = int(tree.action[tree.best_child()])
         return from_search(move, *tree.root_children(), time.perf_counter() - start)
+
     def _follow_plan(self, state: State) -> int | None:
         """Study 001's turn recovery: one search per turn, then the most visited actions down
         the same tree, through the chance outcomes that really happened, until the turn ends.
