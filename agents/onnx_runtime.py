@@ -9,16 +9,25 @@ that session really runs on it. Agents import only this module, never TensorFlow
 from __future__ import annotations
 
 import functools
+import threading
 from pathlib import Path
 
 CPU = "CPUExecutionProvider"
 CUDA = "CUDAExecutionProvider"
 QUIET = 3  # onnxruntime severities: 0 verbose … 3 error, 4 fatal
+#: one probe at a time: the logger's severity is process-wide, so a second thread restoring it
+#: while the first one's CUDA probe still loads the provider library lets its error through
+_PROBE_LOCK = threading.Lock()
+
+
+def providers() -> tuple[str, ...]:
+    """("CUDAExecutionProvider", "CPUExecutionProvider") when a GPU is usable, else CPU only."""
+    with _PROBE_LOCK:
+        return _probe_providers()
 
 
 @functools.cache
-def providers() -> tuple[str, ...]:
-    """("CUDAExecutionProvider", "CPUExecutionProvider") when a GPU is usable, else CPU only."""
+def _probe_providers() -> tuple[str, ...]:
     import onnxruntime as ort
 
     ort.set_default_logger_severity(4)

@@ -6,7 +6,7 @@ from agents import onnx_runtime
 
 
 def test_probe_is_quiet_and_answers_a_working_provider(capfd):
-    onnx_runtime.providers.cache_clear()
+    onnx_runtime._probe_providers.cache_clear()
     chosen = onnx_runtime.providers()
     captured = capfd.readouterr()
     assert captured.err == "" and captured.out == ""
@@ -21,3 +21,25 @@ def test_session_runs_a_model_on_the_chosen_provider(tmp_path):
     assert session.get_providers()[0] == onnx_runtime.providers()[0]
     x = np.array([2.5], dtype=np.float32)
     assert session.run(None, {"x": x})[0].tolist() == [2.5]
+
+
+def test_probes_from_many_threads_at_once_stay_quiet(capfd):
+    """Stages run bots on threads; the first calls probe together (a race once let onnxruntime's
+    CUDA loading error through when one thread restored the logger mid-probe)."""
+    import threading
+
+    onnx_runtime._probe_providers.cache_clear()
+    start = threading.Barrier(8)
+    answers = []
+
+    def probe():
+        start.wait()
+        answers.append(onnx_runtime.providers())
+
+    threads = [threading.Thread(target=probe) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    captured = capfd.readouterr()
+    assert captured.err == "" and len(set(answers)) == 1 and len(answers) == 8
