@@ -31,3 +31,13 @@ settings.register_profile(
     derandomize=True,
 )
 settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+#: modules that take minutes (whole pipeline chains): collected first, so that with xdist's
+#: module groups they start at once on both workers and the many short modules fill in beside
+#: them, instead of one of them starting last and running alone at the end
+SLOW_MODULES_FIRST = ("test_dvc_repro.py", "test_playerzero_loop.py", "test_pipeline.py")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(SLOW_MODULES_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest in order
