@@ -17,29 +17,12 @@ import time
 
 import numpy as np
 
-from agents.c4solver import Connect4Solver, parse_line, position
-from engine.games.connect4 import HEIGHT, WIDTH
-from engine.protocol import GameError
-
-
-def random_position(rng: np.random.Generator, stones: int) -> list[int]:
-    """A history of `stones` random moves (0-based) that leaves the game unfinished."""
-    while True:
-        heights = [0] * WIDTH
-        moves: list[int] = []
-        for _ in range(stones):
-            c = int(rng.choice([c for c in range(WIDTH) if heights[c] < HEIGHT]))
-            heights[c] += 1
-            moves.append(c)
-        try:
-            position(moves)
-        except GameError:
-            continue
-        return moves
+from agents.c4bench import random_history
+from agents.c4solver import Connect4Solver, parse_line
 
 
 def run_set(rng: np.random.Generator, count: int, lo: int, hi: int) -> dict:
-    positions = [random_position(rng, int(rng.integers(lo, hi + 1))) for _ in range(count)]
+    positions = [random_history(rng, int(rng.integers(lo, hi + 1))) for _ in range(count)]
     solver = Connect4Solver()
     solver.analyze(parse_line("2252576253462244111563365343671351441"))  # warm-up: load kernels
     solver.reset()

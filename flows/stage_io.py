@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -19,6 +18,7 @@ from typing import Any
 
 from prefect.cache_policies import NO_CACHE
 
+from engine.files import write_json  # noqa: F401 (the stages import it from here)
 from engine.protocol import GameError
 
 RETRIES = {"retries": 2, "retry_delay_seconds": 1, "cache_policy": NO_CACHE}
@@ -48,16 +48,6 @@ def atomic_dir(final: Path) -> Iterator[Path]:
     finally:
         if scratch.exists():
             shutil.rmtree(scratch, ignore_errors=True)
-
-
-def write_json(path: Path, data: Any) -> Path:
-    """JSON through a temporary file and a rename (never half-written)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(temp, path)
-    return path
 
 
 def lineage(root: Path) -> dict[str, str]:

@@ -18,11 +18,11 @@ import os
 import random
 import tempfile
 from itertools import count
-from pathlib import Path
 from typing import Any
 
 from agents.neat_network import GENOME_FORMAT
 from engine import load_game
+from engine.files import write_json  # noqa: F401 (neat_track imports it from here)
 from engine.protocol import Game, GameError
 
 POPULATION_FORMAT = "gridbots-neat-population/1"
@@ -339,17 +339,6 @@ def population_from_json(data: dict[str, Any], config):
     version, internal, gauss = data["random_state"]
     random.setstate((version, tuple(internal), gauss))
     return pop
-
-
-def write_json(path: Path, data: Any, compact: bool = False) -> Path:
-    """Through a temporary name and a rename: a killed run never leaves half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    text = json.dumps(data, separators=(",", ":")) if compact else json.dumps(data, indent=1)
-    temp.write_text(text + "\n")
-    os.replace(temp, path)
-    return path
 
 
 # ---- training ------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.files import write_json
 from models.base import ModelError
 
 GEN_BITS = 40  # game ids of generation g are offset by g << GEN_BITS (unique in the window)
@@ -56,15 +57,6 @@ class LoopError(ModelError):
 
 
 # ---- files -------------------------------------------------------------------------------------
-def write_json(path: Path, data: Any) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(temp, path)
-    return path
-
-
 def read_json(path: Path, default: Any = None) -> Any:
     path = Path(path)
     return json.loads(path.read_text()) if path.is_file() else default

@@ -235,12 +235,12 @@ def production_summary(model: dict[str, Any]) -> dict[str, Any] | None:
     if version is None:
         return None
     tags = next((v["tags"] for v in model["versions"] if v["version"] == version), {})
-    low, high = _interval(tags.get("promotion.interval", ""))
+    low, high = tag_interval(tags.get("promotion.interval", ""))
     return {
         "spec": f"registry:{model['name']}@{PRODUCTION}",
         "name": model["name"],
         "version": version,
-        "score": _number(tags.get("promotion.score")),
+        "score": tag_number(tags.get("promotion.score")),
         "low": low,
         "high": high,
         "games": tags.get("promotion.games", ""),
@@ -267,19 +267,19 @@ def production_bots(game: str) -> list[dict[str, Any]]:
     return sorted(found, key=lambda b: (-(b["low"] or 0.0), -(b["score"] or 0.0)))
 
 
-def _number(text: str | None) -> float | None:
+def tag_number(text: str | None) -> float | None:
     try:
         return float(text) if text else None
     except ValueError:
         return None
 
 
-def _interval(text: str) -> tuple[float | None, float | None]:
+def tag_interval(text: str) -> tuple[float | None, float | None]:
     """`[0.4012, 0.8123]` → (0.4012, 0.8123); (None, None) when absent or unreadable."""
     parts = text.strip("[] ").split(",")
     if len(parts) != 2:
         return None, None
-    return _number(parts[0].strip()), _number(parts[1].strip())
+    return tag_number(parts[0].strip()), tag_number(parts[1].strip())
 
 
 # ---- promotion ---------------------------------------------------------------------------------

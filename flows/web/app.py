@@ -243,15 +243,15 @@ def _registry_bots(game: str | None) -> list[dict[str, Any]]:
 
 
 def _leaderboard(mlflow_url: str | None) -> list[dict[str, Any]]:
-    from models.registry import production_summary
+    from models.registry import production_summary, tag_interval, tag_number
 
     rows = []
     for model in _registry_models():
         versions = []
         for version in reversed(model["versions"]):
             tags = version["tags"]
-            score = _number(tags.get("promotion.score"))
-            low, high = _interval(tags.get("promotion.interval", ""))
+            score = tag_number(tags.get("promotion.score"))
+            low, high = tag_interval(tags.get("promotion.interval", ""))
             versions.append(
                 {
                     "version": version["version"],
@@ -275,21 +275,6 @@ def _leaderboard(mlflow_url: str | None) -> list[dict[str, Any]]:
              "production": production_summary(model)}
         )  # fmt: skip
     return rows
-
-
-def _number(text: str | None) -> float | None:
-    try:
-        return float(text) if text else None
-    except ValueError:
-        return None
-
-
-def _interval(text: str) -> tuple[float | None, float | None]:
-    try:
-        low, high = json.loads(text)
-        return float(low), float(high)
-    except (ValueError, TypeError):
-        return None, None
 
 
 def _elo(score: float | None) -> float | None:
