@@ -26,19 +26,16 @@ from agents.search_loop import (  # noqa: F401 (the names callers import from ag
     PENDING,
     PHASE,
     PLAYOUT,
-    RESULT_BOUND,
     VALUE,
     WIN_SCALE,
-    hash_state,
-    memory,
     result_value,
     run,
     search,
-    table,
     workspace,
     zero_evaluate,
     zero_network,
 )
+from agents.search_table import RESULT_BOUND, hash_state, memory, table  # noqa: F401
 from engine.bits import new_rng
 from engine.protocol import Game
 from engine.specialise import bind

@@ -39,6 +39,17 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from agents.search_table import (
+    EXACT,
+    LOWER,
+    RESULT_BOUND,
+    UPPER,
+    from_table,
+    hash_state,
+    remember_cutoff,
+    store,
+    window_flag,
+)
 from engine.loops import random_playout
 from engine.protocol import CHANCE, SIMULTANEOUS, TERMINAL
 from engine.specialise import (
@@ -52,7 +63,6 @@ from engine.specialise import (
 )
 
 WIN_SCALE = 1000.0
-RESULT_BOUND = 2.0  # |value| above this is a finished game, not an evaluation
 INF = 1e18
 # leaf evaluation modes
 HEURISTIC, PLAYOUT, BATCH, NETWORK = 0, 1, 2, 3
@@ -60,8 +70,6 @@ HEURISTIC, PLAYOUT, BATCH, NETWORK = 0, 1, 2, 3
 DONE, NEED_VALUES = 0, 1
 # node kinds
 MAX_NODE, MIN_NODE, CHANCE_NODE, LAP_MAX, LAP_MIN, UNKNOWN = 0, 1, 2, 3, 4, -1
-# table flags
-EXACT, LOWER, UPPER = 0, 1, 2
 # loop phases
 IDLE, ENTER, NEXT, BACK, AWAIT = 0, 1, 2, 3, 4
 # columns of the per-frame integer table
@@ -110,19 +118,6 @@ def play_move(s, move):
 
 
 @njit(cache=True, inline="always")
-def hash_state(s):
-    """64-bit multiply-xorshift hash of the whole state array (no Zobrist tables to keep)."""
-    h = np.uint64(0x9E3779B97F4A7C15)
-    for i in range(s.shape[0]):
-        h ^= np.uint64(s[i])
-        h *= np.uint64(0xBF58476D1CE4E5B9)
-        h ^= h >> np.uint64(31)
-    h *= np.uint64(0x94D049BB133111EB)
-    h ^= h >> np.uint64(29)
-    return np.int64(h)
-
-
-@njit(cache=True, inline="always")
 def scaled(r, ply, scale):
     """A return `r` reached `ply` plies from the root, on the search's scale."""
     if scale <= RESULT_BOUND:
@@ -132,25 +127,6 @@ def scaled(r, ply, scale):
     if r < 0:
         return r * scale + ply
     return 0.0
-
-
-@njit(cache=True, inline="always")
-def to_table(value, ply):
-    """A result's distance counted from the node, so it holds wherever the node recurs."""
-    if value > RESULT_BOUND:
-        return value + ply
-    if value < -RESULT_BOUND:
-        return value - ply
-    return value
-
-
-@njit(cache=True, inline="always")
-def from_table(value, ply):
-    if value > RESULT_BOUND:
-        return value - ply
-    if value < -RESULT_BOUND:
-        return value + ply
-    return value
 
 
 @generic(inline=True)
@@ -210,44 +186,6 @@ def workspace(max_depth, size, num_players, num_actions):
         np.zeros(width, np.float64),  # 16 child values of a frontier node
         np.empty(width, np.int64),  # 17 child slot in the batch (-1: finished game)
     )
-
-
-@njit(cache=True)
-def table(bits):
-    """A transposition table of 2**bits entries: key, depth, flag, move, value."""
-    n = 1 << bits
-    return (
-        np.zeros(n, np.int64),
-        np.full(n, -1, np.int16),
-        np.zeros(n, np.int8),
-        np.zeros(n, np.int64),
-        np.zeros(n, np.float64),
-    )
-
-
-@njit(cache=True)
-def memory(max_depth, num_players, num_actions):
-    """Move-ordering memory kept between searches: killers per ply, history per player."""
-    return (
-        np.full((max_depth + 1, 2), -1, np.int64),
-        np.zeros((num_players, num_actions + 1), np.int64),
-    )
-
-
-@njit(cache=True, inline="always")
-def store(tt, key, remaining, flag, move, value, ply):
-    slot = key & (tt[0].shape[0] - 1)
-    tt[0][slot], tt[1][slot], tt[2][slot] = key, remaining, flag
-    tt[3][slot], tt[4][slot] = move, to_table(value, ply)
-
-
-@njit(cache=True, inline="always")
-def window_flag(value, alpha0, beta0):
-    if value <= alpha0:
-        return UPPER
-    if value >= beta0:
-        return LOWER
-    return EXACT
 
 
 @generic
@@ -479,10 +417,7 @@ def run(root, q, depth, budget, root_hint, cfg, rng, ws, tt, mem):
                     ints[f, BEST] = a
                 if floats[f, ACC] >= floats[f, BETA]:
                     if kind == MAX_NODE:
-                        if a != killers[ply, 0]:
-                            killers[ply, 1] = killers[ply, 0]
-                            killers[ply, 0] = a
-                        history[ints[f, MOVER], a] += (depth - ply) * (depth - ply)
+                        remember_cutoff(killers, history, ply, ints[f, MOVER], a, depth)
                     store(tt, ints[f, KEY], depth - ply, LOWER, a, floats[f, ACC], ply)
                     value = floats[f, ACC]
                     continue  # phase stays BACK: this frame is done too
@@ -492,10 +427,7 @@ def run(root, q, depth, budget, root_hint, cfg, rng, ws, tt, mem):
                     ints[f, BEST] = a if kind == MIN_NODE else i
                 if floats[f, ACC] <= floats[f, ALPHA]:
                     if kind == MIN_NODE:
-                        if a != killers[ply, 0]:
-                            killers[ply, 1] = killers[ply, 0]
-                            killers[ply, 0] = a
-                        history[ints[f, MOVER], a] += (depth - ply) * (depth - ply)
+                        remember_cutoff(killers, history, ply, ints[f, MOVER], a, depth)
                         store(tt, ints[f, KEY], depth - ply, UPPER, a, floats[f, ACC], ply)
                     value = floats[f, ACC]
                     continue
