@@ -11,7 +11,7 @@ export DVC_NO_ANALYTICS := 1
 export GX_ANALYTICS_ENABLED := false
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: install test demo ui lint format bench clean
+.PHONY: install test demo ui lint format bench clean screenshots
 
 install: $(STAMP)
 
@@ -45,6 +45,10 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine_speed.py
+
+# the README's screenshots, taken by the browser tests (a tiny model trained and registered)
+screenshots: $(STAMP)
+	GRIDBOTS_SCREENSHOTS=$(CURDIR)/docs/screenshots $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_web_browser.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -19,6 +20,9 @@ def web(
     mlflow_url: Annotated[
         str | None, typer.Option(help="MLflow UI address, for links from the leaderboard.")
     ] = None,
+    root: Annotated[
+        Path, typer.Option(help="Project folder: the leaderboard reads its evaluation/*/ tables.")
+    ] = Path("."),
 ):
     """The play page (/), the leaderboard (/leaderboard) and the bot API (/docs)."""
     import uvicorn
@@ -28,7 +32,7 @@ def web(
 
     limits = Limits(ms=ms, default_ms=min(300.0, ms), workers=workers)
     typer.echo(f"gridbots web on http://{host}:{port}/  (API: http://{host}:{port}/docs)")
-    uvicorn.run(create_app(limits, mlflow_url), host=host, port=port, log_level="warning")
+    uvicorn.run(create_app(limits, mlflow_url, root), host=host, port=port, log_level="warning")
 
 
 def register(app: typer.Typer) -> None:

@@ -322,3 +322,32 @@ def test_the_readme_where_and_match_commands_on_the_pipelines_outputs(chain, cap
     assert main(match) == 0
     out = capsys.readouterr().out
     assert "registry:connect4-value-mlp@production" in out and "W/D/L" in out
+
+
+def test_the_web_leaderboard_reads_the_chains_tournament(chain):
+    """`gridbots web`'s leaderboard on this chain's outputs: each registered version the
+    evaluate stage played (labelled by export name in evaluation/connect4/summary.json) gets its
+    standing, score and Elo with intervals exactly as the tournament wrote them."""
+    from fastapi.testclient import TestClient
+
+    from flows.web.app import create_app
+
+    root, _, results = chain
+    summary = json.loads((root / "evaluation/connect4/summary.json").read_text())
+    with TestClient(create_app(root=root)) as client:
+        board = client.get("/api/leaderboard").json()
+    (table,) = board["tournaments"]
+    assert [row["label"] for row in table["standings"]] == [r["spec"] for r in summary["standings"]]
+    exported = {e["name"]: e for e in results["export"]}
+    models = {m["name"]: m for m in board["models"]}
+    for label, family in (("hmm", "hmm"), ("value_mlp", "value-mlp")):
+        versions = {v["version"]: v for v in models[f"connect4-{family}"]["versions"]}
+        standing = versions[str(exported[label]["version"])]["tournament"]
+        written = next(row for row in summary["standings"] if row["spec"] == label)
+        assert standing["label"] == label and standing["of"] == 3
+        for key in ("games", "wins", "draws", "losses", "score", "score_low", "score_high"):
+            assert standing[key] == written[key], (label, key)
+        assert standing["elo"] == written["elo"] and standing["games"] == 8  # 2 pairings x 4
+        assert {p["opponent"] for p in standing["pairings"]} == {"random", *exported} - {label}
+    random_row = next(row for row in table["standings"] if row["label"] == "random")
+    assert random_row["model"] is None

@@ -1,8 +1,13 @@
 """The play page and the leaderboard in a real browser: Playwright driving Debian's Chromium
 against a `gridbots web` server started here (127.0.0.1, a free port) and stopped by its PID.
 
-Skipped, with the reason shown by `-rs`, where Playwright or Chromium is missing (`.ci/run`
-installs Chromium). GRIDBOTS_SCREENSHOTS=DIR keeps the pages' screenshots (the README's).
+The server's registry holds a tiny Connect 4 HMM really trained and registered here, and the
+real tournament that played it (test_web_registry.TRAIN_AND_PLAY), so the play page meets a
+registry bot and the leaderboard shows real rows. Skipped, with the reason shown by `-rs`, where
+Playwright or Chromium is missing (`.ci/run` installs Chromium).
+
+GRIDBOTS_SCREENSHOTS=DIR keeps the play page's and the leaderboard's screenshots (64 colours,
+small PNGs): `make screenshots` writes the README's into docs/screenshots.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from test_tracking import mlflow_sandbox
+from test_web_registry import registered_hmm
 
 from engine import load_game
 
@@ -30,6 +37,8 @@ def _chromium() -> str | None:
 
 
 CHROMIUM = _chromium()
+SHOTS = os.environ.get("GRIDBOTS_SCREENSHOTS")  # resolved now: the fixtures change folder
+SHOTS = Path(SHOTS).resolve() if SHOTS else None
 try:
     import playwright.sync_api as playwright_api
 except ImportError:
@@ -48,17 +57,24 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+BOT = "registry:connect4-hmm@web"
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """`gridbots web` in its own process group, with an empty registry; torn down by PID."""
-    port = _free_port()
+    """`gridbots web` in its own process group, its registry holding a really trained bot
+    (BOT) and the tournament that played it; torn down by PID."""
     folder = tmp_path_factory.mktemp("web-server")
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "MLFLOW_TRACKING_URI": f"sqlite:///{folder / 'mlflow.db'}",
-    }
-    command = [sys.executable, "-m", "flows.cli", "web", "--port", str(port), "--ms", "200"]
+    with mlflow_sandbox(folder, tmp_path_factory.getbasetemp()):
+        registered_hmm()
+        yield from _serve(folder)
+
+
+def _serve(folder: Path):
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the sandbox's MLFLOW_TRACKING_URI
+    command = [sys.executable, "-m", "flows.cli", "web", "--port", str(port), "--ms", "200",
+               "--root", str(folder), "--mlflow-url", "http://127.0.0.1:5000"]  # fmt: skip
     log = (folder / "server.log").open("w")
     process = subprocess.Popen(
         command, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -85,23 +101,35 @@ def server(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def page():
+def browser():
     with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
-            yield browser.new_page(viewport={"width": 390, "height": 844})  # a phone's width
+            yield launched
         finally:
-            browser.close()
+            launched.close()
+
+
+@pytest.fixture(scope="module")
+def page(browser):
+    return browser.new_page(viewport={"width": 390, "height": 844})  # a phone's width
 
 
 def _shot(page, name: str) -> None:
-    folder = os.environ.get("GRIDBOTS_SCREENSHOTS")
-    if folder:
-        page.screenshot(path=str(Path(folder) / name), full_page=True)
+    """The page as GRIDBOTS_SCREENSHOTS/name, in 64 colours (the README's are kept in git)."""
+    if SHOTS is None:
+        return
+    from PIL import Image
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / name
+    page.screenshot(path=str(path), full_page=True)
+    image = Image.open(path).convert("RGB")
+    image.quantize(colors=64, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
 
 
 def test_a_full_connect4_game_by_clicking_against_a_bot(server, page):
-    page.goto(f"{server}/?game=connect4&opponent=alphabeta:depth=2")
+    page.goto(f"{server}/?game=connect4&opponent={BOT}")
     page.wait_for_selector("#grid .cell.legal")
     assert page.locator("#grid .cell").count() == 42
     clicks = 0
@@ -113,9 +141,12 @@ def test_a_full_connect4_game_by_clicking_against_a_bot(server, page):
             f"document.querySelectorAll('#history li').length > {plies} + 1"
             " || !document.getElementById('result').hidden"
         )
-        if clicks == 3:
-            # the bot's thinking: a row per analysed column, values shown
+        if clicks == 2:  # no threat yet, so no guard forced the model's reply
+            # the model's thinking: its policy over the 7 columns, in the table and on the board
             assert page.locator("#analysis tbody tr").count() == 7
+            shares = [t for t in page.locator("#grid .cell .label").all_inner_texts() if t]
+            assert len(shares) == 7 and all(t.endswith("%") for t in shares)  # one per column
+            assert "connect4-hmm@web" in page.locator("#summary").inner_text()
             _shot(page, "web-play.png")
         assert clicks <= 21
     result = page.locator("#result").inner_text()
@@ -179,8 +210,17 @@ def test_a_lazerbike_steered_into_a_wall_crashes(server, page):
     assert crashed.count() == 1 and crashed.get_attribute("data-row") == "0"  # at the top wall
 
 
-def test_the_leaderboard_loads(server, page):
+def test_the_leaderboard_shows_the_registered_model_and_its_tournament(server, browser):
+    page = browser.new_page(viewport={"width": 1100, "height": 600})
     page.goto(f"{server}/leaderboard")
     page.wait_for_function("!document.getElementById('status').textContent.startsWith('loading')")
-    assert "no registered models yet" in page.locator("#status").inner_text()
+    assert page.locator("#status").inner_text() == "1 registered model"
+    assert page.locator("#models h3").first.inner_text().startswith("connect4-hmm")
+    standing = page.locator("#models td.standing").first.inner_text()
+    assert standing.startswith("#") and "of 3" in standing and "registry:connect4-hmm/1" in standing
+    assert page.locator("#models a", has_text="MLflow").count() == 1
+    rows = page.locator("#tournaments table.tournament tbody tr")
+    assert rows.count() == 3  # the HMM and the two baselines it played
+    assert "connect4-hmm v1" in page.locator("#tournaments").inner_text()
     _shot(page, "web-leaderboard.png")
+    page.close()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import random
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -30,8 +29,9 @@ from flows.web.bots import (
     WebError,
     answer,
     checked_spec,
-    registry_exists,
 )
+from flows.web.leaderboard import leaderboard as leaderboard_data
+from flows.web.leaderboard import registry_models
 from flows.web.sessions import Sessions, view
 
 STATIC = Path(__file__).parent / "static"
@@ -61,7 +61,11 @@ class LapRequest(BaseModel):
     arrow: str = Field("", description="up, down, left, right, or empty: no key this lap.")
 
 
-def create_app(limits: Limits | None = None, mlflow_url: str | None = None) -> FastAPI:
+def create_app(
+    limits: Limits | None = None, mlflow_url: str | None = None, root: Path | str = "."
+) -> FastAPI:
+    """The app; `root` is the project folder whose pipeline tournaments the leaderboard reads
+    (evaluation/<game>/summary.json)."""
     limits = limits or Limits()
     pools = BotPools(limits)
     sessions = Sessions(pools)
@@ -124,9 +128,10 @@ def create_app(limits: Limits | None = None, mlflow_url: str | None = None) -> F
         }
 
     @app.get("/api/leaderboard")
-    def leaderboard() -> list[dict[str, Any]]:
-        """Every registered model, its versions, aliases and promotion evidence."""
-        return _leaderboard(mlflow_url)
+    def leaderboard() -> dict[str, Any]:
+        """Every registered model: its versions, aliases, promotion evidence, MLflow run and
+        its standing in the pipeline's tournament of its game; and each tournament's table."""
+        return leaderboard_data(Path(root), mlflow_url)
 
     @app.post("/api/{game}/move")
     async def move(game: str, body: MoveRequest) -> dict[str, Any]:
@@ -222,16 +227,9 @@ def _validation_text(error: RequestValidationError) -> str:
     return "; ".join(parts) or "invalid request"
 
 
-def _registry_models() -> list[dict[str, Any]]:
-    """The registry's models, or none where no registry exists yet (it is not created)."""
-    from models.registry import list_models
-
-    return list_models() if registry_exists() else []
-
-
 def _registry_bots(game: str | None) -> list[dict[str, Any]]:
     out = []
-    for model in _registry_models():
+    for model in registry_models():
         if game and not model["name"].startswith(f"{game.split(':', 1)[0]}-"):
             continue
         for alias, version in sorted(model["aliases"].items()):
@@ -240,61 +238,6 @@ def _registry_bots(game: str | None) -> list[dict[str, Any]]:
                  "alias": alias, "version": version}
             )  # fmt: skip
     return out
-
-
-def _leaderboard(mlflow_url: str | None) -> list[dict[str, Any]]:
-    from models.registry import production_summary, tag_interval, tag_number
-
-    rows = []
-    for model in _registry_models():
-        versions = []
-        for version in reversed(model["versions"]):
-            tags = version["tags"]
-            score = tag_number(tags.get("promotion.score"))
-            low, high = tag_interval(tags.get("promotion.interval", ""))
-            versions.append(
-                {
-                    "version": version["version"],
-                    "aliases": version["aliases"],
-                    "created": version["created"],
-                    "run_id": version["run_id"],
-                    "run_url": _run_url(mlflow_url, version["run_id"]),
-                    "decision": tags.get("promotion.decision"),
-                    "score": score,
-                    "interval": [low, high] if low is not None else None,
-                    "elo": _elo(score),
-                    "elo_interval": [_elo(low), _elo(high)] if low is not None else None,
-                    "wdl": tags.get("promotion.wdl"),
-                    "games": tags.get("promotion.games"),
-                    "opponent": tags.get("promotion.opponent"),
-                    "evaluation": {k[5:]: v for k, v in tags.items() if k.startswith("eval.")},
-                }
-            )
-        rows.append(
-            {"name": model["name"], "aliases": model["aliases"], "versions": versions,
-             "production": production_summary(model)}
-        )  # fmt: skip
-    return rows
-
-
-def _elo(score: float | None) -> float | None:
-    """Elo difference against the promotion opponent from a score (clipped at 400 log10 99)."""
-    if score is None:
-        return None
-    score = min(max(score, 0.01), 0.99)
-    return round(-400 * math.log10(1 / score - 1), 1)
-
-
-def _run_url(base: str | None, run_id: str | None) -> str | None:
-    if not base or not run_id:
-        return None
-    try:
-        from models.tracking import client
-
-        experiment = client().get_run(run_id).info.experiment_id
-    except Exception:  # a run deleted from tracking: the version still stands, unlinked
-        return None
-    return f"{base.rstrip('/')}/#/experiments/{experiment}/runs/{run_id}"
 
 
 class BodyLimit:

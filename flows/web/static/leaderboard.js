@@ -1,7 +1,21 @@
-// gridbots leaderboard: every registered model, its versions, aliases and promotion evidence.
+// gridbots leaderboard: every registered model, its versions, aliases, promotion evidence and
+// standing in its game's pipeline tournament; then each tournament's table.
 "use strict";
 
 const fixed = (x, digits) => (x === null || x === undefined ? "" : x.toFixed(digits));
+// an Elo difference; null is infinite (a score of 0 or 1), its sign that of `side`
+const eloText = (x, side) => (x === null || x === undefined
+  ? (side > 0 ? "+inf" : "-inf") : `${x >= 0 ? "+" : ""}${x.toFixed(0)}`);
+const scoreText = (s, low, high) => `${fixed(s, 3)} [${fixed(low, 3)}, ${fixed(high, 3)}]`;
+const eloRange = (e, low, high, score) => `${eloText(e, score - 0.5)} [${eloText(low, -1)}, ${eloText(high, 1)}]`;
+
+function standingText(t) {
+  // a version's place in its game's pipeline tournament
+  const box = document.createElement("div");
+  box.textContent = `#${t.rank} of ${t.of}: ${scoreText(t.score, t.score_low, t.score_high)}, `
+    + `Elo ${eloRange(t.elo, t.elo_low, t.elo_high, t.score)} over ${t.games} (${t.game}, as ${t.label})`;
+  return box;
+}
 
 function cell(row, content) {
   const td = document.createElement("td");
@@ -44,7 +58,8 @@ function modelTable(model) {
   const table = document.createElement("table");
   table.className = "board-list";
   table.innerHTML = "<thead><tr><th>version</th><th>aliases</th><th>decision</th><th>score [95%]</th>"
-    + "<th>Elo [95%]</th><th>W/D/L</th><th>against</th><th>evaluation</th><th>run</th><th>created</th></tr></thead>";
+    + "<th>Elo [95%]</th><th>W/D/L</th><th>against</th><th>tournament: rank, score, Elo [95%]</th>"
+    + "<th>evaluation</th><th>run</th><th>created</th></tr></thead>";
   const body = document.createElement("tbody");
   for (const v of model.versions) {
     const row = document.createElement("tr");
@@ -58,10 +73,12 @@ function modelTable(model) {
     }
     cell(row, aliases);
     cell(row, v.decision || "not gated");
-    cell(row, v.score === null ? "" : `${fixed(v.score, 3)} [${fixed(v.interval[0], 3)}, ${fixed(v.interval[1], 3)}]`);
-    cell(row, v.elo === null ? "" : `${fixed(v.elo, 0)} [${fixed(v.elo_interval[0], 0)}, ${fixed(v.elo_interval[1], 0)}]`);
+    const gated = v.score !== null && v.interval;
+    cell(row, gated ? scoreText(v.score, v.interval[0], v.interval[1]) : "");
+    cell(row, gated ? eloRange(v.elo, v.elo_interval[0], v.elo_interval[1], v.score) : "");
     cell(row, v.wdl ? `${v.wdl} of ${v.games}` : "");
     cell(row, v.opponent);
+    cell(row, v.tournament ? standingText(v.tournament) : "not in a tournament").className = "standing";
     cell(row, evaluation(v.evaluation));
     if (v.run_url) {
       const link = document.createElement("a");
@@ -80,16 +97,52 @@ function modelTable(model) {
   return section;
 }
 
+function tournamentTable(t) {
+  // a pipeline tournament's standings: every bot (registered or baseline), pooled over its games
+  const section = document.createElement("section");
+  const title = document.createElement("h3");
+  title.textContent = `${t.game}: ${t.format || "tournament"}, ${t.games_per_pairing} games per pairing`;
+  const source = document.createElement("p");
+  source.className = "keys";
+  source.textContent = `${t.file} (seed ${t.seed}, written ${t.written}); score and Elo pool every `
+    + "game a bot played, against the field; a draw counts half";
+  const wrap = document.createElement("div");
+  wrap.className = "scroll";
+  const table = document.createElement("table");
+  table.className = "board-list tournament";
+  table.innerHTML = "<thead><tr><th>#</th><th>bot</th><th>registry</th><th>score [95%]</th>"
+    + "<th>Elo vs field [95%]</th><th>W/D/L</th><th>pairings (score [95%])</th></tr></thead>";
+  const body = document.createElement("tbody");
+  for (const s of t.standings) {
+    const row = document.createElement("tr");
+    cell(row, s.rank);
+    cell(row, s.label);
+    cell(row, s.model ? `${s.model} v${s.version}` : "");
+    cell(row, scoreText(s.score, s.score_low, s.score_high));
+    cell(row, eloRange(s.elo, s.elo_low, s.elo_high, s.score));
+    cell(row, `${s.wins}/${s.draws}/${s.losses}`);
+    cell(row, s.pairings.map((p) => `vs ${p.opponent} ${scoreText(p.score, p.score_low, p.score_high)}`).join("; "));
+    body.append(row);
+  }
+  table.append(body);
+  wrap.append(table);
+  section.append(title, source, wrap);
+  return section;
+}
+
 async function load() {
   const status = document.getElementById("status");
   try {
     const reply = await fetch("/api/leaderboard");
-    const models = await reply.json();
-    if (!reply.ok) throw new Error(models.error);
+    const board = await reply.json();
+    if (!reply.ok) throw new Error(board.error);
+    const models = board.models;
     status.textContent = models.length
       ? `${models.length} registered model${models.length === 1 ? "" : "s"}`
       : "no registered models yet: `make demo` (or `gridbots repro`) trains and registers them";
     document.getElementById("models").append(...models.map(modelTable));
+    document.getElementById("tournaments").append(...board.tournaments.map(tournamentTable));
+    document.getElementById("no-tournaments").hidden = board.tournaments.length > 0;
   } catch (error) {
     status.textContent = error.message;
   }
