@@ -139,7 +139,10 @@ def check_masks_and_observations(game: Game, seed: int, **scenario: Any) -> None
             assert obs.shape == tuple(game.observation_shape)
             assert np.all(np.isfinite(obs))
         if player == CHANCE:
-            total = sum(p for _, p in state.chance_outcomes())
+            outcomes = state.chance_outcomes()
+            total = sum(p for _, p in outcomes)
+            bound = game.num_actions + game.chance_ids
+            assert all(0 <= a < bound for a, _ in outcomes), "a chance outcome outside its ids"
             assert abs(total - 1.0) < 1e-9, f"chance probabilities sum to {total}"
         assert str(state)
 

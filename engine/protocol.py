@@ -120,6 +120,9 @@ class Game:
     kind: ClassVar[str] = "duel"
     simultaneous: ClassVar[bool] = False
     has_chance: ClassVar[bool] = False
+    #: chance outcomes numbered after the players' actions (`num_actions + k`, k < chance_ids),
+    #: so a policy over `num_actions` never sees them; 0: they share the players' ids (pig's dice)
+    chance_ids: ClassVar[int] = 0
     #: action id that ends a multi-action turn, or None when every turn is one action
     end_turn_action: ClassVar[int | None] = None
     #: action recorded for a player that cannot act (padding in sequences)
@@ -286,6 +289,7 @@ class Game:
             "teams": list(self.teams),
             "simultaneous": self.simultaneous,
             "has_chance": self.has_chance,
+            "chance_ids": self.chance_ids,
             "num_actions": self.num_actions,
             "observation_shape": list(self.observation_shape),
             "max_game_length": self.max_game_length,

@@ -133,8 +133,10 @@ def _rows_ok(column: Any, width: int | None, value_ok, n: int) -> np.ndarray:
     return ok if width is None else ok & (lengths == width)
 
 
-def _action_ok(game):
-    return lambda v: (v == game.neutral_action) | ((v >= 0) & (v < game.num_actions))
+def _action_ok(game, chance: bool = False):
+    """A player's action id; with `chance`, also a chance outcome (a game's history has both)."""
+    bound = game.num_actions + (game.chance_ids if chance else 0)
+    return lambda v: (v == game.neutral_action) | ((v >= 0) & (v < bound))
 
 
 def _game_returns(game, g: pa.Table, ids: np.ndarray, player: np.ndarray):
@@ -159,7 +161,7 @@ def games_suite(game, tables: dict[str, pa.Table], sample: int, seed: int) -> Su
     s.derived("returns_ok", finite, f"one finite return per player ({players})")
     seats = _ragged(t.column("agents"))[1]
     s.derived("agents_ok", seats == players, "one agent spec per seat")
-    ok = _rows_ok(t.column("history"), None, _action_ok(game), n)
+    ok = _rows_ok(t.column("history"), None, _action_ok(game, chance=True), n)
     s.derived("history_values_ok", ok, "history entries are action ids or the neutral value")
     ids, counts = np.unique(tables["sequences"].column("game_id").to_numpy(), return_counts=True)
     at, found = _lookup(frame["game_id"], ids)

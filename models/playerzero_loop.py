@@ -294,13 +294,15 @@ def evaluate(root: Path, g: int, game: Any, model: str, params: dict) -> dict[st
         result["puct"] = agent_rate(spec, rows[: int(e["positions"])])
     e = params.get("evaluate", {})
     if e.get("opponent") and int(e.get("games", 0)) >= 2:  # a fixed yardstick, every generation
+        from agents import make
         from engine.tournament import MatchConfig, play_pairing, summarize_pairing
 
         sp = params["selfplay"]
         spec = puct_spec(root, model, int(e["sims"]), float(sp["c"]), float(sp["fpu"]))
         config = MatchConfig(games=int(e["games"]), seed=10_000 + g,
                              opening=int(params["arena"]["opening"]))  # fmt: skip
-        summary = summarize_pairing(play_pairing(game, spec, str(e["opponent"]), config))
+        rows = play_pairing(game, spec, str(e["opponent"]), config, make_seat=make)
+        summary = summarize_pairing(rows)
         result["match"] = {k: summary[k] for k in ("spec_b", "games", "wins", "draws", "losses",
                                                    "score", "score_low", "score_high")}  # fmt: skip
     return read_json(write_json(path, result))

@@ -53,7 +53,8 @@ def tiny_profile() -> dict:
     td["tournament"].update(games=2, opponents=["alphabeta:depth=1"])
     td["promote"] = {"baseline": "random", "games": 2}
     # the PlayerZero stage runs, with no generation (tests/test_playerzero_loop.py runs some)
-    params["playerzero"]["connect4"].update(generations=0, evaluate={"baselines": []})
+    for loop in params["playerzero"].values():
+        loop.update(generations=0, evaluate={"baselines": []})
     return params
 
 

@@ -36,7 +36,8 @@ def toy_params() -> dict:
                              "parallel": 4, "temperature_plies": 4, "alpha": 1.0, "eps": 0.25},
                 "train": {"steps": 8, "batch_size": 32, "discount": 0.98},
                 "arena": {"games": 2, "sims": 8, "opening": 2, "elo1": 40, "min_games": 2},
-                "evaluate": {"sims": 8, "positions": 10, "baselines": ["random"]},
+                "evaluate": {"sims": 8, "positions": 10, "baselines": ["random"],
+                             "opponent": "random", "games": 2},
                 "solved": str(REPO / "agents" / "data" / "connect4_solved_positions.txt"),
                 "validation": {"sample": 10, "seed": 0},
             }
@@ -54,11 +55,11 @@ def prefect_api():
         yield PREFECT_API_URL.value()
 
 
-def start(root: Path, generations: int, api: str) -> subprocess.Popen:
+def start(root: Path, generations: int, api: str, game: str = "connect4") -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "PREFECT_"))}
     env.update(PYTHONPATH=str(REPO), GRIDBOTS_MODEL_CACHE=str(root / ".cache"),
                MLFLOW_DISABLE_TELEMETRY="1", DO_NOT_TRACK="1", PREFECT_API_URL=api)  # fmt: skip
-    command = [sys.executable, "-m", "flows.cli", "stage", "playerzero", "connect4",
+    command = [sys.executable, "-m", "flows.cli", "stage", "playerzero", game,
                "--generations", str(generations)]  # fmt: skip
     return subprocess.Popen(
         command, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -110,6 +111,9 @@ def test_killed_resumed_continued_and_registered(tmp_path, prefect_api):
     assert first_summary["registry"]["promotion"]["opponent"] == "random"
     evidence = state["history"][0]["evaluation"]
     assert evidence["policy"]["positions"] == 1000 and evidence["puct"]["positions"] == 10
+    match = evidence["match"]  # the fixed yardstick every generation plays
+    assert match["spec_b"] == "random" and match["games"] == 2
+    assert match["wins"] + match["draws"] + match["losses"] == 2
 
     def move(spec: str) -> subprocess.CompletedProcess:
         env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
@@ -154,3 +158,38 @@ def test_both_profiles_define_complete_loops():
             assert check(params, "playerzero", None, game)
     full = load(REPO / "params-full.yaml")["playerzero"]
     assert set(full) >= {"connect4", "othello"} and all(p["hours"] == 2.0 for p in full.values())
+
+
+def test_the_loop_runs_on_tactics_chance_draws_and_multi_action_turns(tmp_path, prefect_api):
+    """Generation 0 from MCTS per unit turn, generation 1 from PUCT on the network (card draws are
+    chance nodes, a turn is several actions, the policy covers 4,320 cell x id actions); the
+    recorded histories (chance outcomes included) pass validation and the network is registered."""
+    params = toy_params()
+    params["playerzero"] = {"tactics": {
+        **params["playerzero"]["connect4"],
+        "spec": "tactics:units=1",
+        "networks": [1],
+        "first": {"agent": "mcts:sims=10,per=turn", "games": 2, "shard_size": 2},
+        "selfplay": {"games": 2, "shard_size": 2, "sims": 4, "c": 1.5, "fpu": 0.25,
+                     "parallel": 2, "temperature_plies": 4, "alpha": 1.0, "eps": 0.25},
+        "train": {"steps": 4, "batch_size": 32, "discount": 0.98},
+        "arena": {"games": 2, "sims": 4, "opening": 0, "elo1": 40, "min_games": 2},
+        "evaluate": {"sims": 4, "opponent": "random", "games": 2},
+        "solved": "",
+    }}  # fmt: skip
+    params["promote"]["games"] = 2
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    finish(start(tmp_path, 2, prefect_api, game="tactics"))
+    home = tmp_path / "playerzero" / "tactics"
+    state = json.loads((home / "state.json").read_text())
+    assert state["generation"] == 2
+    first, second = state["history"]
+    assert first["selfplay"]["agent"].startswith("mcts:")
+    assert second["selfplay"]["agent"].startswith("puct:")  # the network plays generation 1
+    for g in (0, 1):
+        verdict = json.loads((home / f"gen-00{g}" / "validation.json").read_text())
+        assert verdict["success"], verdict
+    assert first["registry"]["name"] == "tactics-playerzero"
+    assert first["registry"]["version"] == "1"
+    match = second["evaluation"]["match"]
+    assert match["spec_b"] == "random" and match["wins"] + match["draws"] + match["losses"] == 2

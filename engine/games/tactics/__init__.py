@@ -85,6 +85,7 @@ class Tactics(Game):
     name = "tactics"
     kind = "duel"
     has_chance = True
+    chance_ids = IDS  # "draw card k" is DRAW_BASE + k, after the 4,320 unit actions
     end_turn_action = END_TURN  # the id; the action is END_TURN at the acting unit's cell
     neutral_action = -1
     default_params: ClassVar[dict[str, Any]] = {
