@@ -73,7 +73,8 @@ def main() -> None:
     from rich.progress import Progress
 
     from engine import parse_game_spec
-    from engine.tournament import summarize_pairing, write_outputs
+    from engine.tournament import summarize_pairing
+    from flows.tournament_output import write_outputs
 
     game = parse_game_spec(args.game)
     per = -(-args.scenarios // args.workers)
