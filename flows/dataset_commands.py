@@ -41,7 +41,8 @@ def encode(
         str,
         typer.Option(
             "--encoding",
-            help="quantitative | qualitative | board-codes | board-onehot | count-onehot | planes",
+            help="quantitative | qualitative | board-codes | board-onehot | count-onehot | planes"
+            " | value-planes",
         ),
     ],
     out: Annotated[Path, typer.Option("--out", help="Output file: .npz or .parquet.")],

@@ -32,6 +32,16 @@ def test_games_json_lists_every_game_with_metadata():
     assert rows["lazerbike"]["simultaneous"] is True
     assert rows["pig"]["has_chance"] is True and rows["pig"]["end_turn_action"] is not None
     assert rows["sokoban"]["kind"] == "puzzle"
+    tactics = rows["tactics"]  # card draws are numbered after the 12 x 12 x 30 unit actions
+    assert tactics["num_actions"] == 4320 and tactics["chance_ids"] == 30
+    assert rows["pig"]["chance_ids"] == 0  # dice faces share the players' ids
+
+
+def test_encode_help_names_every_encoding():
+    from features.encode import ENCODINGS
+
+    shown = " ".join(gridbots("encode", "--help", env={"COLUMNS": "200"}).stdout.split())
+    assert all(name in shown for name in ENCODINGS), shown
 
 
 def test_perft_prints_one_line_per_depth():
