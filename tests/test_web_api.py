@@ -58,6 +58,8 @@ def test_a_simultaneous_game_gets_every_living_players_action(client):
         ("alphabeta:depth=30", None, "alphabeta:depth=30,ms=50"),
         ("mcts:sims=100000000", None, "mcts:sims=100000000,ms=50"),
         ("mcts:ms=20", None, "mcts:ms=20"),
+        ("hps:depth=3", None, "hps:depth=3,ms=50"),
+        ("heuristic:hold=20", None, "heuristic:hold=20"),
         ("registry:connect4-x@production:ms=9999", None, "registry:connect4-x@production:ms=200"),
     ],
 )
@@ -87,6 +89,7 @@ def test_capped_search_returns_in_time(client):
         ("/api/connect4/move", {"spec": "alphabeta:eval=onnx:/x.onnx"}, 400, "eval must be"),
         ("/api/connect4/move", {"spec": "puct:model=/tmp/x.onnx"}, 400, "registry model"),
         ("/api/connect4/move", {"spec": "mcts:tt=24"}, 400, "not allowed over HTTP"),
+        ("/api/pig/move", {"spec": "heuristic:hold=../x"}, 400, "name files; refused"),
         ("/api/connect4/move", {"spec": "mcts:ms=-5"}, 400, "positive number"),
         ("/api/connect4/move", {"spec": "registry:nomodel@production"}, 400, "no model registry"),
         ("/api/connect4/move", {"history": "4"}, 422, "spec: Field required"),
@@ -192,3 +195,37 @@ def test_lazerbike_laps_at_the_pages_pace(client):
     turn_based = client.post("/api/connect4/games", json={"spec": "random"}).json()
     wrong = client.post(f"/api/games/{turn_based['id']}/lap", json={"arrow": "up"})
     assert wrong.status_code == 400 and "not played in real time" in wrong.json()["error"]
+
+
+def test_territory_and_tactics_boards_come_from_their_game_hooks(client):
+    """The page's picture of a hex map and a 12 x 12 tactics board: pieces, labels, style and
+    each legal move's cells (and territory's target tile), played by action id."""
+    start = client.post("/api/territory/games", json={"spec": "heuristic", "seed": 1}).json()
+    assert start["grid"] == ["B.....", *["......"] * 4, ".....R"]
+    assert start["grid_labels"][0] == ["1", "", "", "", "", ""]
+    assert start["grid_style"]["cell"] == "hex" and set(start["grid_style"]["pieces"]) == {"B", "R"}
+    legal = {m["move"]: m for m in start["legal"]}
+    assert set(legal) == {"produce (0,0)", "(0,0)->(0,1) x1", "(0,0)->(1,0) x1"}
+    assert all(m["cells"] == [[0, 0]] for m in legal.values())
+    assert legal["produce (0,0)"]["target"] is None
+    assert legal["(0,0)->(0,1) x1"]["target"] == [0, 1]
+    assert legal["(0,0)->(1,0) x1"]["target"] == [1, 0]
+    hop = legal["(0,0)->(0,1) x1"]["action"]
+    both = client.post(f"/api/games/{start['id']}/move", json={"move": "x", "action": hop})
+    assert both.status_code == 400 and "not both" in both.json()["error"]
+    wrong = client.post(f"/api/games/{start['id']}/move", json={"action": hop + 1})
+    assert wrong.status_code == 400  # (0,0)->(0,1) x2: the tile holds one troop
+    after = client.post(f"/api/games/{start['id']}/move", json={"action": hop}).json()
+    assert after["grid"][0][:2] == ".B" and after["grid_labels"][0][1] == "1"  # it hopped
+    assert after["plies"][0] == {"move": "(0,0)->(0,1) x1", "by": "you"}
+
+    duel = client.post("/api/tactics:preset=duel/games", json={"spec": "random", "seed": 1}).json()
+    rows = duel["grid"]
+    assert len(rows) == 12 and all(len(r) == 12 for r in rows)
+    assert rows[1][5] == "K" and rows[10][6] == "k"  # the duel preset: f2 and g11
+    assert duel["grid_labels"][1][5] == "14*" and duel["grid_labels"][10][6] == "14"
+    legal = {m["move"]: m for m in duel["legal"]}
+    assert legal["end@f2"]["ends_turn"] and legal["end@f2"]["cells"] == [[1, 5]]
+    assert not legal["move@f7"]["ends_turn"] and legal["move@f7"]["cells"] == [[6, 5]]
+    combined = [m for m in duel["legal"] if m["move"].startswith("combine:")]
+    assert combined and all(m["cells"] == [] for m in combined)  # off the board: a button

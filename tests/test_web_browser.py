@@ -224,3 +224,80 @@ def test_the_leaderboard_shows_the_registered_model_and_its_tournament(server, b
     assert "connect4-hmm v1" in page.locator("#tournaments").inner_text()
     _shot(page, "web-leaderboard.png")
     page.close()
+
+
+def _history(page) -> list[tuple[str, str]]:
+    items = page.locator("#history li")
+    return [
+        (items.nth(i).inner_text(), items.nth(i).get_attribute("class"))
+        for i in range(items.count())
+    ]
+
+
+def test_tactics_turns_are_played_on_the_board_with_the_cell_menu(server, page):
+    page.goto(f"{server}/?game=tactics&params=preset=duel&opponent=mcts:ms=50&seed=1")
+    page.wait_for_selector("#grid .cell.legal")
+    assert page.locator("#grid .cell").count() == 144
+    mine = page.locator("#grid .cell[aria-label*='*,']")  # the acting unit: health, then `*`
+    assert mine.count() == 1 and mine.get_attribute("data-piece") == "K"
+    crowded = page.locator("#grid .cell.legal[aria-label$=' moves']")  # several cards aim here
+    crowded.first.click()
+    assert page.locator("#menu").is_visible()
+    assert len(page.locator("#menu button").all_inner_texts()) >= 3  # 2+ moves and cancel
+    page.keyboard.press("Escape")
+    assert page.locator("#menu").is_hidden()
+    step = page.locator("#grid .cell.legal[aria-label*='plays move@']").last  # a free cell
+    row, col = step.get_attribute("data-row"), step.get_attribute("data-col")
+    plies = len(_history(page))
+    step.click()  # one move there: played at once
+    page.wait_for_function(f"document.querySelectorAll('#history li').length === {plies + 1}")
+    moved = page.locator(f"#grid .cell[data-row='{row}'][data-col='{col}']")
+    assert moved.get_attribute("data-piece") == "K" and _history(page)[-1][0].startswith("move@")
+    page.locator("#moves button", has_text="end turn").click()  # End Turn as a button
+    # the bot's unit takes its whole turn (the server draws its cards), then it is ours again
+    page.wait_for_function(
+        f"[...document.querySelectorAll('#history li')].slice({plies + 2})"
+        ".some((li) => li.className === 'bot')"
+    )
+    page.wait_for_selector("#grid .cell.legal")
+    assert page.locator("#analysis tbody tr").count() >= 1  # what MCTS weighed for its move
+    assert page.locator("#grid .cell .heat").count() >= 1  # ... tinted over the board
+    crowded.first.click()
+    _shot(page, "web-tactics.png")
+    choice = page.locator("#menu button").first  # a card (or End Turn) from the cell's menu
+    chosen = choice.inner_text().removeprefix("end turn (").removesuffix(")")
+    mine_before = len([1 for _, by in _history(page) if by == "you"])
+    choice.click()
+    page.wait_for_function(
+        f"document.querySelectorAll('#history li.you').length === {mine_before + 1}"
+    )
+    played = _history(page)
+    assert [m for m, by in played if by == "you"][-1] == chosen
+    game = load_game("tactics").__class__(preset="duel")
+    state = game.state_from_history(game.parse_moves(" ".join(m for m, _ in played)), seed=1)
+    assert len(state.history()) == len(played)  # every ply legal, the server's draws included
+
+
+def test_a_territory_move_is_picked_by_tile_then_target_then_count(server, page):
+    page.goto(f"{server}/?game=territory&opponent=heuristic:policy=greedy&seed=1")
+    page.wait_for_selector("#grid .cell.legal")
+    assert page.locator("#grid .cell").count() == 36
+    home = page.locator("#grid .cell[data-row='0'][data-col='0']")
+    assert home.get_attribute("data-piece") == "B" and home.locator(".count").inner_text() == "1"
+    home.click()  # produce, or send to (0,1) or (1,0): the targets light up, produce is listed
+    assert page.locator("#grid .cell.target").count() == 2
+    page.locator("#menu button", has_text="produce (0,0)").click()
+    page.wait_for_function("document.querySelectorAll('#history li').length === 2")  # + red
+    assert home.locator(".count").inner_text() == "2"
+    home.click()
+    page.locator("#grid .cell.target[data-row='0'][data-col='1']").click()
+    _shot(page, "web-territory.png")
+    menu = page.locator("#menu button").all_inner_texts()  # 1 or 2 troops to (0,1)
+    assert menu == ["(0,0)->(0,1) x1", "(0,0)->(0,1) x2", "cancel (Esc)"]
+    page.locator("#menu button", has_text="x2").click()
+    page.wait_for_function("document.querySelectorAll('#history li').length === 4")
+    assert _history(page)[2] == ("(0,0)->(0,1) x2", "you")
+    assert (
+        page.locator("#grid .cell[data-row='0'][data-col='1']").get_attribute("data-piece") == "B"
+    )
+    assert home.get_attribute("data-piece") == "."  # every troop left: the tile went to nature

@@ -8,6 +8,8 @@ Bit layout: column c owns bits 7c … 7c+5 (bottom to top) and a sentinel bit 7c
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import numpy as np
 from numba import njit
 
@@ -186,6 +188,11 @@ class Connect4(Game):
     neutral_action = NEUTRAL
     evaluate = staticmethod(evaluate)  # numba dispatchers bind as methods otherwise
     default_opponent = "alphabeta:ms=1000"
+    grid_style: ClassVar[dict[str, Any]] = {
+        "cell": "round", "background": "#234", "empty": "#f4f6f8",
+        "pieces": {"X": {"color": "#d1242f", "disc": True, "name": "X"},
+                   "O": {"color": "#d4a72c", "disc": True, "name": "O"}},
+    }  # fmt: skip
 
     def _kernels(self) -> KernelSet:
         return KERNELS

@@ -256,6 +256,9 @@ def _heading(value: Any) -> int:
     raise GameError(f"lazerbike: heading must be N/E/S/W or 0-3, got {value!r}")
 
 
+BIKE_COLOURS = ("#d1242f", "#1f6feb", "#1a7f37", "#d4a72c")  # the page's bikes A-D
+
+
 @register
 class Lazerbike(Game):
     """Light-cycles: simultaneous relative turns; the last team with a living bike wins."""
@@ -266,6 +269,17 @@ class Lazerbike(Game):
     neutral_action = NEUTRAL
     real_time = True
     default_opponent = "simab:ms=100"
+    grid_style: ClassVar[dict[str, Any]] = {
+        "cell": "square", "background": "#111", "empty": "#1b1f27", "ink": "#fff", "gap": 0,
+        "pieces": {
+            **{str(p + 1): {"color": f"{c}8c", "name": f"trail {p + 1}"}
+               for p, c in enumerate(BIKE_COLOURS)},
+            **{"ABCD"[p]: {"color": c, "letter": True, "name": f"bike {'ABCD'[p]}"}
+               for p, c in enumerate(BIKE_COLOURS)},
+            **{"abcd"[p]: {"color": c, "letter": True, "name": f"crashed {'ABCD'[p]}"}
+               for p, c in enumerate(BIKE_COLOURS)},
+        },
+    }  # fmt: skip
     evaluate = staticmethod(evaluate)  # numba dispatchers bind as methods otherwise
     default_params: ClassVar[dict[str, Any]] = {"players": 2, "teams": ""}
 

@@ -16,6 +16,7 @@ while applying the move that causes it, so a tree never holds two passes in a ro
 from __future__ import annotations
 
 import re
+from typing import Any, ClassVar
 
 import numpy as np
 from numba import njit
@@ -359,6 +360,11 @@ class Othello(Game):
     neutral_action = NEUTRAL
     evaluate = staticmethod(evaluate)  # numba dispatchers bind as methods otherwise
     default_opponent = "alphabeta:ms=1000"
+    grid_style: ClassVar[dict[str, Any]] = {
+        "cell": "square", "background": "#1e6b3a", "empty": "#2f8a4f",
+        "pieces": {"X": {"color": "#111", "disc": True, "name": "black"},
+                   "O": {"color": "#fff", "disc": True, "name": "white"}},
+    }  # fmt: skip
 
     def _kernels(self) -> KernelSet:
         return KERNELS

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 from numba import njit
@@ -393,6 +394,15 @@ class Sokoban(Game):
     simultaneous = True
     neutral_action = STAY
     default_opponent = "planner"  # no opponent in a puzzle: the adviser behind `hint`
+    grid_style: ClassVar[dict[str, Any]] = {
+        "cell": "square", "background": "#444", "empty": "#f4f6f8", "ink": "#222",
+        "pieces": {
+            "w": {"color": "#6b5b4b", "name": "wall"}, "b": {"color": "#c98f3e", "name": "box"},
+            "h": {"color": "#222", "name": "hole"}, "e": {"color": "#7fd18b", "name": "exit"},
+            **{str(p): {"color": "#9cc3ff", "letter": True, "name": f"player {p}"}
+               for p in range(1, 5)},
+        },
+    }  # fmt: skip
     default_params = {"level": "first"}  # noqa: RUF012 (the protocol's class attribute)
 
     def _kernels(self) -> KernelSet:

@@ -324,6 +324,11 @@ class Territory(Game):
     evaluate = staticmethod(evaluate)
     position_key = staticmethod(position_key)
     default_params: ClassVar[dict[str, Any]] = {"size": 6, "preset": "duel", "rounds": 0}
+    grid_style: ClassVar[dict[str, Any]] = {
+        "cell": "hex", "background": "#f4f1ea", "empty": "#b9b9b9", "ink": "#fff", "gap": 2,
+        "pieces": {"B": {"color": "#1f6feb", "name": "blue"},
+                   "R": {"color": "#cf222e", "name": "red"}},
+    }  # fmt: skip
 
     def _kernels(self) -> KernelSet:
         return KERNELS
@@ -369,6 +374,32 @@ class Territory(Game):
         target = int(neighbour(tile, d, self.size))
         where = tile_name(target, self.size) if target >= 0 else f"off-map {DIRECTION_NAMES[d]}"
         return f"{tile_name(tile, self.size)}->{where} x{sent + 1}"
+
+    def grid(self, s: np.ndarray) -> list[str]:
+        """B blue, R red (with troops), `.` nature; row r is drawn r half tiles to the right."""
+        size = int(s[SIZE])
+        marks = ["B" if v > 0 else "R" if v < 0 else "." for v in s[HEADER : HEADER + size * size]]
+        return ["".join(marks[r * size : (r + 1) * size]) for r in range(size)]
+
+    def grid_labels(self, s: np.ndarray) -> list[list[str]]:
+        """The troops on each owned tile."""
+        size = int(s[SIZE])
+        tiles = s[HEADER : HEADER + size * size]
+        return [[str(abs(int(v))) if v else "" for v in tiles[r * size : (r + 1) * size]]
+                for r in range(size)]  # fmt: skip
+
+    def move_cells(self, action: int) -> tuple[tuple[int, int], ...]:
+        """The tile a move starts from."""
+        tile = int(action) // IDS
+        return (divmod(tile, self.size),) if 0 <= tile < self.num_tiles else ()
+
+    def move_target(self, action: int) -> tuple[int, int] | None:
+        """The neighbour the troops go to (None: production, or off the map)."""
+        tile, idx = divmod(int(action), IDS)
+        if not 0 <= tile < self.num_tiles or idx == PRODUCE:
+            return None
+        target = int(neighbour(tile, (idx - 1) // MAX_TROOPS, self.size))
+        return divmod(target, self.size) if target >= 0 else None
 
     def render(self, s: np.ndarray) -> str:
         """The rhombus as hexes: each row shifted half a tile right of the one above, so a tile

@@ -54,7 +54,8 @@ class StartRequest(BaseModel):
 
 
 class PlayRequest(BaseModel):
-    move: str = Field(..., description="Your move in the game's notation.")
+    move: str = Field("", description="Your move in the game's notation.")
+    action: int | None = Field(None, description="Or its action id (the `legal` list's).")
 
 
 class LapRequest(BaseModel):
@@ -122,7 +123,11 @@ def create_app(
         """The built-in agents served (with the options a client may set) and the registry's
         models with their aliases: any of them is a `spec` for the move API."""
         return {
-            "builtin": {name: sorted(keys) for name, keys in ALLOWED.items() if name != "registry"},
+            "builtin": {
+                name: sorted(keys) if keys is not None else "the game's own options"
+                for name, keys in ALLOWED.items()
+                if name != "registry"
+            },
             "ms_cap": limits.ms,
             "registry": _registry_bots(game),
         }
@@ -166,7 +171,7 @@ def create_app(
     async def play(session_id: str, body: PlayRequest) -> dict[str, Any]:
         """Your move; the answer holds the bot's reply (and the dice) too."""
         session = sessions.get(session_id)
-        await off_loop(sessions.play, session, body.move)
+        await off_loop(sessions.play, session, body.move, body.action)
         return view(session)
 
     @app.post("/api/games/{session_id}/lap")

@@ -20,20 +20,22 @@ from typing import Any
 from agents.base import Agent, AgentError, is_interactive, make, parse_spec
 from engine.protocol import Game, GameError
 
-#: agent name → options a web client may set (search agents also get the time cap)
-ALLOWED: dict[str, frozenset[str]] = {
+#: agent name → options a web client may set (search agents also get the time cap); the
+#: heuristic's options are its game's (pig's `hold`, tactics' `script`), none naming a file
+ALLOWED: dict[str, frozenset[str] | None] = {
     "random": frozenset({"guards"}),
-    "heuristic": frozenset(),
+    "heuristic": None,
     "alphabeta": frozenset({"depth", "ms", "eval", "results"}),
     "mcts": frozenset({"sims", "ms", "c", "solve"}),
     "simab": frozenset({"depth", "ms"}),
+    "hps": frozenset({"depth", "ms"}),
     "puct": frozenset({"model", "ms", "c", "fpu", "solve"}),
     "policy": frozenset({"model"}),
     "planner": frozenset(),
     "registry": frozenset({"guards", "ms", "c", "solve", "select", "depth"}),
 }
 #: agents whose `ms` bounds their search
-TIMED = frozenset({"alphabeta", "mcts", "simab", "puct"})
+TIMED = frozenset({"alphabeta", "mcts", "simab", "hps", "puct"})
 #: option values that would read a local file are refused; these keys may name registry models
 MODEL_KEYS = frozenset({"model"})
 EVALS = frozenset({"heuristic", "playout"})
@@ -81,7 +83,11 @@ def checked_spec(spec: str, limits: Limits) -> tuple[str, dict[str, str]]:
         raise WebError(400, "registry: name a model, e.g. registry:connect4-playerzero@production")
     if variant is not None and name != "registry":
         raise WebError(400, f"{name}: no variant {variant!r} over HTTP")
-    refused = sorted(set(options) - ALLOWED[name])
+    if ALLOWED[name] is None:  # the game's own options: any, but never a path
+        paths = sorted(k for k, v in options.items() if "/" in v or "\\" in v)
+        if paths:
+            raise WebError(400, f"{name}: option(s) {paths} name files; refused over HTTP")
+    refused = sorted(set(options) - (ALLOWED[name] or set(options)))
     if refused:
         allowed = ", ".join(sorted(ALLOWED[name])) or "none"
         message = f"{name}: option(s) {refused} not allowed over HTTP; allowed: {allowed}"

@@ -78,17 +78,19 @@ class Sessions:
             self._games.move_to_end(session_id)
             return session
 
-    def play(self, session: Session, move: str) -> None:
-        """The person's move (in the game's notation), then the dice and the bot until the
-        person is to move again or the game is over."""
+    def play(self, session: Session, move: str, action: int | None = None) -> None:
+        """The person's move (in the game's notation, or its action id), then the dice and the
+        bot until the person is to move again or the game is over."""
         with session.lock:
             state, game = session.state, session.game
             if state.is_terminal():
                 raise WebError(409, "the game is over; start a new one")
             if _waiting_for(session) is None:
                 raise WebError(409, "it is not your move")
+            if action is not None and move:
+                raise WebError(400, "send a move or an action id, not both")
             try:
-                actions = game.parse_moves(move)
+                actions = [action] if action is not None else game.parse_moves(move)
             except (GameError, ValueError) as error:
                 raise WebError(400, str(error)) from None
             if len(actions) != 1:
@@ -195,6 +197,8 @@ def view(session: Session) -> dict[str, Any]:
                 "action": int(a),
                 "move": game.action_to_string(player, int(a)),
                 "cells": [list(c) for c in game.move_cells(int(a))],
+                "target": list(target) if (target := game.move_target(int(a))) else None,
+                "ends_turn": game.ends_turn(int(a)),
             }
             for a in state.legal_actions(player)
         ]
@@ -211,6 +215,8 @@ def view(session: Session) -> dict[str, Any]:
         "seed": session.seed,
         "board": str(state),
         "grid": game.grid(state.array),
+        "grid_labels": game.grid_labels(state.array),
+        "grid_style": game.grid_style,
         "to_move": game.player_name(player) if player is not None else None,
         "your_move": bool(legal),
         "real_time": game.real_time and not state.is_terminal(),

@@ -128,6 +128,19 @@ class Tactics(Game):
     def action_to_string(self, player: int, action: int) -> str:
         return notation.action_name(action)
 
+    def grid(self, s: np.ndarray) -> list[str]:
+        return notation.grid(s)
+
+    def grid_labels(self, s: np.ndarray) -> list[list[str]]:
+        return notation.grid_labels(s)
+
+    def move_cells(self, action: int) -> tuple[tuple[int, int], ...]:
+        """A card's target cell (End Turn: the acting unit's); a combination has no cell."""
+        cell, card = divmod(int(action), IDS)
+        if not 0 <= cell < CELLS or card == COMBINE:
+            return ()
+        return (divmod(cell, SIZE),)
+
     def heuristic_action(self, state, player: int, options: dict[str, str]) -> int:
         """`heuristic:script=NAME`: one of the HPS portfolio's scripts plays every turn
         (attack by default; see engine/games/tactics/scripts.py)."""
@@ -169,6 +182,16 @@ class Tactics(Game):
 
 #: action ids lie on the board's cells, IDS per cell and nothing after (a per-cell policy head)
 Tactics.action_cells = (IDS, 0)
+Tactics.grid_style = {
+    "cell": "square", "background": "#6b6b6b", "empty": "#ece6d6", "ink": "#111",
+    "pieces": {
+        "#": {"color": "#8a8172", "name": "wall"},
+        **{c.letter: {"color": "#6ea8fe", "disc": True, "letter": True, "name": f"side 0 {c.name}"}
+           for c in scenarios.CLASSES},
+        **{c.letter.lower(): {"color": "#f28b82", "disc": True, "letter": True,
+                              "name": f"side 1 {c.name}"} for c in scenarios.CLASSES},
+    },
+}  # fmt: skip
 Tactics.portfolio = Portfolio(
     scripts.SCRIPT_NAMES,
     scripts.script_action,

@@ -143,6 +143,32 @@ def unit_symbol(s: np.ndarray, i: int) -> str:
     return letter if s[unit_base(i) + FACTION] == 0 else letter.lower()
 
 
+def grid(s: np.ndarray) -> list[str]:
+    """The board for pictures: `.` free, `#` wall, units by class letter (side 0 upper case)."""
+    rows = []
+    for r in range(SIZE):
+        line = ""
+        for c in range(SIZE):
+            v = int(s[BOARD + r * SIZE + c])
+            line += "#" if v < 0 else unit_symbol(s, v - 1) if v > 0 else "."
+        rows.append(line)
+    return rows
+
+
+def grid_labels(s: np.ndarray) -> list[list[str]]:
+    """Health on each unit and wall, `*` on the unit whose turn it is."""
+    acting = int(s[CUR]) if s[STATUS] == ONGOING else -1
+    labels = []
+    for r in range(SIZE):
+        row = []
+        for c in range(SIZE):
+            v = int(s[BOARD + r * SIZE + c])
+            text = str(-v) if v < 0 else str(int(s[unit_base(v - 1) + HP])) if v > 0 else ""
+            row.append(text + ("*" if v > 0 and v - 1 == acting else ""))
+        labels.append(row)
+    return labels
+
+
 def render(s: np.ndarray) -> str:
     """The grid (side 0 upper case, side 1 lower case, # walls, * the acting unit), one line
     per living unit, and whose turn it is."""

@@ -6,8 +6,10 @@ const $ = (id) => document.getElementById(id);
 let games = {};
 let current = null; // the server's view of the game
 let cursor = [0, 0]; // keyboard position on the board
-const linked = new URLSearchParams(location.search); // ?game=&opponent=&side=&history=
+let picked = null; // {cell, moves, aimed}: a click that picked several moves (the menu)
+const linked = new URLSearchParams(location.search); // ?game=&opponent=&side=&history=&seed=
 let startFrom = linked.get("history") || ""; // the first game may start from a linked position
+let startSeed = linked.get("seed"); // ... and with a linked scenario seed (dice, line-ups)
 let clock = null; // real-time games: one lap per tick
 let pendingArrow = ""; // the arrow pressed since the last lap
 let lapInFlight = false;
@@ -89,10 +91,12 @@ async function newGame(event) {
   stopClock();
   say("starting…");
   try {
+    const seed = startSeed === null ? {} : { seed: Number(startSeed) };
     current = await api(`/api/${encodeURIComponent(gameSpec())}/games`, {
-      spec: $("opponent").value, side: Number($("side").value), history: startFrom,
+      spec: $("opponent").value, side: Number($("side").value), history: startFrom, ...seed,
     });
     startFrom = "";
+    startSeed = null;
     cursor = [0, 0];
     draw();
     if (current.real_time) {
@@ -102,11 +106,13 @@ async function newGame(event) {
   } catch (error) { say(error.message); }
 }
 
-async function play(move) {
+async function play(move, action) {
+  // a move picked from the legal list goes by its action id (some notations do not read back)
   if (!current || !current.your_move) return;
   say(`you play ${move}; the bot is thinking…`);
   try {
-    current = await api(`/api/games/${current.id}/move`, { move });
+    const body = action === undefined ? { move } : { action };
+    current = await api(`/api/games/${current.id}/move`, body);
     draw();
   } catch (error) { say(error.message); }
 }
@@ -119,74 +125,146 @@ async function undo() {
   } catch (error) { say(error.message); }
 }
 
-function moveAt(row, col) {
-  return current.legal.find((m) => m.cells.some(([r, c]) => r === row && c === col));
+function movesAt(row, col) {
+  return current.legal.filter((m) => m.cells.some(([r, c]) => r === row && c === col));
+}
+
+const same = (a, b) => Boolean(a && b) && a[0] === b[0] && a[1] === b[1];
+
+function clickCell(row, col) {
+  // one move here: play it; several: pick them (a second click on a lit target narrows them,
+  // the menu names the rest); a click elsewhere starts over
+  cursor = [row, col];
+  const aimed = picked && !picked.aimed ? picked.moves.filter((m) => same(m.target, [row, col])) : [];
+  if (aimed.length) choose(aimed, picked.cell, true);
+  else choose(movesAt(row, col), [row, col], false);
+}
+
+function choose(moves, cell, aimed) {
+  if (moves.length === 1) { picked = null; play(moves[0].move, moves[0].action); return; }
+  picked = moves.length ? { cell, moves, aimed } : null;
+  drawGrid();
+  drawMenu();
+}
+
+function drawMenu() {
+  // the moves a click picked that the board cannot tell apart (tactics' cards on a cell,
+  // territory's troop counts): one button each
+  const menu = $("menu");
+  menu.replaceChildren();
+  menu.hidden = !picked;
+  if (!picked) return;
+  const listed = picked.aimed ? picked.moves : picked.moves.filter((m) => !m.target);
+  const title = document.createElement("span");
+  const lit = picked.moves.length - listed.length;
+  title.textContent = `${picked.moves.length} moves here${lit ? "; or click a lit target" : ""}:`;
+  menu.append(title);
+  for (const m of listed) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = m.ends_turn ? `end turn (${m.move})` : m.move;
+    button.addEventListener("click", () => { picked = null; play(m.move, m.action); });
+    menu.append(button);
+  }
+  const cancel = document.createElement("button");
+  cancel.type = "button";
+  cancel.textContent = "cancel (Esc)";
+  cancel.addEventListener("click", () => { picked = null; drawGrid(); drawMenu(); });
+  menu.append(cancel);
 }
 
 function heat(analysis) {
-  // each analysed move's cells: tinted by its value for the bot (green good, red bad), else
-  // by its policy share; labelled with the share or the value
+  // per cell, over the analysed moves on it: the best value for the bot (green good, red bad)
+  // or else the summed policy share (blue); labelled once per move, on its topmost cell
   const out = new Map();
   if (!analysis || !analysis.cells) return out;
   for (const [move, cells] of Object.entries(analysis.cells)) {
     const value = analysis.values[move];
     const share = analysis.policy[move];
-    let color = null;
-    if (value !== undefined && value !== null) {
-      const strength = Math.min(Math.abs(value), 1) * 0.7 + 0.1;
-      color = value >= 0 ? `rgba(26,127,55,${strength})` : `rgba(207,34,46,${strength})`;
-    } else if (share !== undefined) {
-      color = `rgba(31,111,235,${0.1 + 0.8 * share})`;
-    }
-    const label = share !== undefined ? `${Math.round(100 * share)}%`
-      : value !== undefined && value !== null ? value.toFixed(2) : "";
-    const top = cells.reduce((a, b) => (a[0] <= b[0] ? a : b)); // one label per move
+    const top = cells.reduce((a, b) => (a[0] <= b[0] ? a : b));
     for (const [r, c] of cells) {
-      out.set(`${r},${c}`, { color, label: r === top[0] && c === top[1] ? label : "", move });
+      const key = `${r},${c}`;
+      const cell = out.get(key) || { share: null, value: null, labelled: false };
+      if (share !== undefined) cell.share = (cell.share ?? 0) + share;
+      if (value !== undefined && value !== null) cell.value = Math.max(cell.value ?? -Infinity, value);
+      cell.labelled ||= r === top[0] && c === top[1];
+      out.set(key, cell);
     }
+  }
+  for (const cell of out.values()) {
+    if (cell.value !== null) {
+      const strength = Math.min(Math.abs(cell.value), 1) * 0.7 + 0.1;
+      cell.color = cell.value >= 0 ? `rgba(26,127,55,${strength})` : `rgba(207,34,46,${strength})`;
+    } else if (cell.share !== null) {
+      cell.color = `rgba(31,111,235,${0.1 + 0.8 * Math.min(cell.share, 1)})`;
+    }
+    const label = cell.share !== null ? `${Math.round(100 * cell.share)}%`
+      : cell.value !== null ? cell.value.toFixed(2) : "";
+    cell.label = cell.labelled ? label : "";
   }
   return out;
 }
 
+function span(className, text) {
+  const part = document.createElement("span");
+  part.className = className;
+  if (text) part.textContent = text;
+  return part;
+}
+
 function drawGrid() {
+  // the game's own picture (`grid`, `grid_labels`, `grid_style` from the server): no game names
   const grid = $("grid");
   grid.replaceChildren();
   if (!current.grid) { grid.hidden = true; return; }
   grid.hidden = false;
-  grid.className = `grid ${current.game.split(":")[0]}`;
+  const style = current.grid_style || {};
+  const shape = style.cell || "square";
+  const hex = shape === "hex"; // each row half a cell right of the one above
+  grid.className = `grid shape-${shape}`;
+  grid.style.background = style.background || "";
+  grid.style.gap = `${style.gap ?? 2}px`;
   const rows = current.grid.length;
   const cols = current.grid[0].length;
-  grid.style.gridTemplateColumns = `repeat(${cols}, 1fr)`;
+  grid.style.gridTemplateColumns = `repeat(${hex ? 2 * cols + rows - 1 : cols}, 1fr)`;
   const tint = current.your_move || current.result ? heat(current.analysis) : new Map();
+  const lit = picked && !picked.aimed ? picked.moves.filter((m) => m.target).map((m) => m.target) : [];
   for (let r = 0; r < rows; r++) {
     for (let c = 0; c < cols; c++) {
       const cell = document.createElement("button");
       const piece = current.grid[r][c];
-      const move = current.your_move ? moveAt(r, c) : null;
-      cell.className = `cell ${"XO".includes(piece) ? piece : ""}${move ? " legal" : ""}`;
+      const kind = (style.pieces || {})[piece];
+      const moves = current.your_move ? movesAt(r, c) : [];
+      const target = lit.some((t) => same(t, [r, c]));
+      cell.className = `cell${moves.length ? " legal" : ""}${target ? " target" : ""}`
+        + `${picked && same(picked.cell, [r, c]) ? " picked" : ""}${kind && kind.letter ? " lettered" : ""}`
+        + `${current.grid_labels && current.grid_labels[r][c] ? " counted" : ""}`;
+      if (hex) cell.style.gridColumn = `${r + 2 * c + 1} / span 2`;
+      cell.style.background = kind && !kind.disc ? kind.color : style.empty || "";
+      if (style.ink) cell.style.color = style.ink;
       cell.dataset.piece = piece;
-      const board = current.game.split(":")[0];
-      const shown = board === "lazerbike" ? /[A-Da-d]/ : board === "sokoban" ? /[0-9]/ : null;
-      if (shown && shown.test(piece)) cell.textContent = piece; // bikes, Sokoban players
       cell.dataset.row = r;
       cell.dataset.col = c;
       cell.tabIndex = r === cursor[0] && c === cursor[1] ? 0 : -1;
-      cell.setAttribute("aria-label", `${piece === "." ? "empty" : piece}${move ? `, plays ${move.move}` : ""}`);
+      const count = current.grid_labels ? current.grid_labels[r][c] : "";
+      const what = kind ? kind.name || piece : "empty";
+      const plays = moves.length === 1 ? `, plays ${moves[0].move}` : moves.length ? `, ${moves.length} moves` : "";
+      cell.setAttribute("aria-label", `${what}${count ? ` ${count}` : ""}${plays}${target ? ", target" : ""}`);
       const shade = tint.get(`${r},${c}`);
-      if (shade && piece === ".") {
-        const layer = document.createElement("span");
-        layer.className = "heat";
+      if (shade && shade.color) {
+        const layer = span("heat");
         layer.style.background = shade.color;
-        const label = document.createElement("span");
-        label.className = "label";
-        label.textContent = shade.label;
-        cell.append(layer, label);
+        cell.append(layer);
       }
-      cell.addEventListener("click", () => {
-        cursor = [r, c];
-        const chosen = moveAt(r, c);
-        if (chosen) play(chosen.move);
-      });
+      if (kind && kind.disc) {
+        const disc = span("disc");
+        disc.style.background = kind.color;
+        cell.append(disc);
+      }
+      if (kind && kind.letter) cell.append(span("letter", piece));
+      if (count) cell.append(span("count", count));
+      if (shade && shade.label) cell.append(span("label", shade.label));
+      cell.addEventListener("click", () => clickCell(r, c));
       grid.append(cell);
     }
   }
@@ -231,15 +309,18 @@ function drawAnalysis() {
 }
 
 function draw() {
+  picked = null;
   drawGrid();
+  drawMenu();
   $("board").textContent = current.board;
   $("board").hidden = Boolean(current.grid);
   const moves = $("moves");
   moves.replaceChildren();
-  for (const m of current.legal) {
+  const few = current.legal.length <= 12; // else only moves off the board, and End Turn
+  for (const m of current.legal.filter((x) => few || !x.cells.length || x.ends_turn)) {
     const button = document.createElement("button");
-    button.textContent = m.move;
-    button.addEventListener("click", () => play(m.move));
+    button.textContent = m.ends_turn ? `end turn (${m.move})` : m.move;
+    button.addEventListener("click", () => play(m.move, m.action));
     moves.append(button);
   }
   $("undo").disabled = !current.can_undo;
@@ -269,6 +350,7 @@ function draw() {
 
 function onKey(event) {
   if (event.target.tagName === "INPUT" || event.target.tagName === "SELECT") return;
+  if (event.key === "Escape" && picked) { picked = null; drawGrid(); drawMenu(); return; }
   if (event.key === "u") { undo(); return; }
   if (event.key === "n") { newGame(); return; }
   const arrows = { ArrowUp: "up", ArrowDown: "down", ArrowLeft: "left", ArrowRight: "right" };
@@ -279,7 +361,7 @@ function onKey(event) {
   }
   const walks = { ArrowUp: "up", ArrowDown: "down", ArrowLeft: "left", ArrowRight: "right", " ": "stay" };
   const walk = current && current.legal.find((m) => m.move === walks[event.key]);
-  if (walk) { event.preventDefault(); play(walk.move); return; } // moves named by arrows
+  if (walk) { event.preventDefault(); play(walk.move, walk.action); return; } // moves named by arrows
   if (!current || !current.grid || !event.target.classList.contains("cell")) return;
   const steps = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
   const step = steps[event.key];
