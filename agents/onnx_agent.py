@@ -1,7 +1,9 @@
 """`onnx:PATH[:key=value,…]`: any exported model, the agent chosen by its `gridbots.kind`.
 
 "sequence" → `seq:model=PATH` (options: guards); "value" → `alphabeta:eval=onnx:PATH`
-(options: depth, ms), except TD networks (family `td`) → `td:model=PATH` (options: select,
+(options: depth, ms), or `hps:eval=onnx:PATH` where the game has a portfolio of scripted turns
+(a value network over observation planes: its multi-action turns are searched a turn at a
+time), except TD networks (family `td`) → `td:model=PATH` (options: select,
 epsilon, temperature); "neat" → `neat:genome=PATH` (any preset of its map size);
 "policy-value" → `puct:model=PATH` (options: sims, ms, c, batch, …). The file's metadata, not
 its name, says what it is, so a registry artifact plays without the user knowing its family.
@@ -41,6 +43,10 @@ def onnx_agent(game: Game, spec: str, seed: int | None = None, **options: str) -
         from agents.td_agent import TDAgent
 
         return TDAgent(game, spec, seed=seed, model=path, **options)
+    if kind == "value" and game.portfolio is not None:
+        from agents.hps import HPSAgent
+
+        return HPSAgent(game, spec, seed=seed, eval=f"onnx:{path}", **options)
     if kind == "value":
         from agents.alphabeta import AlphaBetaAgent
 

@@ -86,3 +86,7 @@ def test_learned_leaves_come_from_a_trained_value_network_in_batches(tmp_path):
     assert agent.step(state) in state.legal_actions()
     value = agent.core.batch
     assert value.evaluations > value.calls >= 1
+    from agents.hps import HPSAgent
+
+    played = make(f"onnx:{result.artifact}:depth=1", game, seed=0)  # as the registry plays it
+    assert isinstance(played, HPSAgent) and played.step(state) in state.legal_actions()
