@@ -27,10 +27,12 @@ def web(
     """The play page (/), the leaderboard (/leaderboard) and the bot API (/docs)."""
     import uvicorn
 
+    from agents.onnx_runtime import stop_spinning
     from flows.web.app import create_app
     from flows.web.bots import Limits
 
     limits = Limits(ms=ms, default_ms=min(300.0, ms), workers=workers)
+    stop_spinning()  # idle model threads would take the CPU the event loop needs
     typer.echo(f"gridbots web on http://{host}:{port}/  (API: http://{host}:{port}/docs)")
     uvicorn.run(create_app(limits, mlflow_url, root), host=host, port=port, log_level="warning")
 

@@ -43,3 +43,16 @@ def test_probes_from_many_threads_at_once_stay_quiet(capfd):
         thread.join()
     captured = capfd.readouterr()
     assert captured.err == "" and len(set(answers)) == 1 and len(answers) == 8
+
+
+def test_a_serving_process_starts_sessions_whose_idle_threads_sleep(tmp_path, monkeypatch):
+    """`gridbots web` calls stop_spinning: its sessions say so in their options, and still run."""
+    path = tmp_path / "identity.onnx"
+    path.write_bytes(onnx_runtime._probe_model())
+    key = "session.intra_op.allow_spinning"
+    monkeypatch.setitem(onnx_runtime.SPINNING, "on", True)  # restored after the test
+    onnx_runtime.stop_spinning()
+    served = onnx_runtime.session(path)
+    assert served.get_session_options().get_session_config_entry(key) == "0"
+    x = np.array([1.5], dtype=np.float32)
+    assert served.run(None, {"x": x})[0].tolist() == [1.5]
