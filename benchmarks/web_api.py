@@ -9,6 +9,7 @@ what the server adds. Prints one JSON object.
 
     python benchmarks/web_api.py [--spec registry:connect4-playerzero@production]
         [--clients 50] [--seconds 30] [--requests 200] [--ms 1000] [--workers 2]
+        [--spinning-reference]
         (MLFLOW_TRACKING_URI names the registry when the spec is a registry bot)
 """
 
@@ -60,9 +61,21 @@ def percentiles(ms: list[float]) -> dict[str, float]:
     }
 
 
-def start_server(port: int, ms: float, workers: int) -> subprocess.Popen:
+#: the same app served with onnxruntime's idle threads left spinning (its default), which
+#: `gridbots web` turns off: the same-run reference for that choice (--spinning-reference)
+SPINNING_SERVER = (
+    "import sys, uvicorn; from flows.web.app import create_app; from flows.web.bots import Limits;"
+    " ms, workers, port = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]);"
+    " uvicorn.run(create_app(Limits(ms=ms, default_ms=min(300.0, ms), workers=workers)),"
+    " host='127.0.0.1', port=port, log_level='warning')"
+)
+
+
+def start_server(port: int, ms: float, workers: int, spinning: bool = False) -> subprocess.Popen:
     command = [sys.executable, "-m", "flows.cli", "web", "--port", str(port), "--ms", str(ms),
                "--workers", str(workers)]  # fmt: skip
+    if spinning:
+        command = [sys.executable, "-c", SPINNING_SERVER, str(ms), str(workers), str(port)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(
         command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -171,6 +184,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--ms", type=float, default=1000.0)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--spinning-reference", action="store_true",
+        help="also time one client against the app with onnxruntime's idle threads spinning",
+    )  # fmt: skip
     args = parser.parse_args()
 
     histories = positions(args.requests)
@@ -187,12 +204,25 @@ def main() -> None:
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
+    spinning = None
+    if args.spinning_reference:  # one client, same positions, idle model threads spinning
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        server = start_server(port, args.ms, args.workers, spinning=True)
+        try:
+            one_client(f"http://127.0.0.1:{port}", args.spec, histories[:1])
+            spinning = percentiles(one_client(f"http://127.0.0.1:{port}", args.spec, histories))
+        finally:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(timeout=30)
     result = {
         "spec": args.spec,
         "ms_cap": args.ms,
         "workers": args.workers,
         "single_client": {"requests": len(histories), **single},
         "in_process_analysis": reference,
+        "single_client_threads_spinning": spinning,
         "http_overhead_ms": round(single["p50_ms"] - reference["p50_ms"], 2),
         "concurrent": loaded,
         "cpus": os.cpu_count(),
