@@ -284,9 +284,11 @@ def test_a_territory_move_is_picked_by_tile_then_target_then_count(server, page)
     assert page.locator("#grid .cell").count() == 36
     home = page.locator("#grid .cell[data-row='0'][data-col='0']")
     assert home.get_attribute("data-piece") == "B" and home.locator(".count").inner_text() == "1"
-    home.click()  # produce, or send to (0,1) or (1,0): the targets light up, produce is listed
+    home.focus()  # by keyboard: Enter picks the tile's moves, the menu takes the focus
+    page.keyboard.press("Enter")  # produce, or send to (0,1) or (1,0): targets lit, produce listed
     assert page.locator("#grid .cell.target").count() == 2
-    page.locator("#menu button", has_text="produce (0,0)").click()
+    assert page.evaluate("document.activeElement.textContent") == "produce (0,0)"
+    page.keyboard.press("Enter")
     page.wait_for_function("document.querySelectorAll('#history li').length === 2")  # + red
     assert home.locator(".count").inner_text() == "2"
     home.click()

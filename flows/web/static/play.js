@@ -145,6 +145,17 @@ function choose(moves, cell, aimed) {
   picked = moves.length ? { cell, moves, aimed } : null;
   drawGrid();
   drawMenu();
+  // keyboard: on to the menu when it lists moves, else back to the cell (arrows reach targets)
+  const first = $("menu").querySelector("button[data-move]");
+  if (first) first.focus(); else focusCursor();
+}
+
+function focusCursor() {
+  const target = $("grid").querySelector(`[data-row="${cursor[0]}"][data-col="${cursor[1]}"]`);
+  if (!target) return;
+  for (const cell of $("grid").children) cell.tabIndex = -1;
+  target.tabIndex = 0;
+  target.focus();
 }
 
 function drawMenu() {
@@ -163,6 +174,7 @@ function drawMenu() {
     const button = document.createElement("button");
     button.type = "button";
     button.textContent = m.ends_turn ? `end turn (${m.move})` : m.move;
+    button.dataset.move = m.move;
     button.addEventListener("click", () => { picked = null; play(m.move, m.action); });
     menu.append(button);
   }
@@ -370,10 +382,7 @@ function onKey(event) {
   const rows = current.grid.length;
   const cols = current.grid[0].length;
   cursor = [(cursor[0] + step[0] + rows) % rows, (cursor[1] + step[1] + cols) % cols];
-  const target = $("grid").querySelector(`[data-row="${cursor[0]}"][data-col="${cursor[1]}"]`);
-  for (const cell of $("grid").children) cell.tabIndex = -1;
-  target.tabIndex = 0;
-  target.focus();
+  focusCursor();
 }
 
 $("setup").addEventListener("submit", newGame);
