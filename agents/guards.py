@@ -222,10 +222,9 @@ def immediate_wins(s, player, teams, num_players, neutral, buffers):
     right after it and `player` strictly beats every player of another team (with no other
     team: a positive return); at a simultaneous lap it must do so for every joint choice of the
     other players, all of them enumerated. (0, 0) when `player` is not to move (another
-    player's turn, a chance node, the end). The value networks' count-onehot input at play time
-    and the battle/selfplay tables' `immediate_wins` column use it; the randomized and thorough
-    techniques still count with features.generate.randomized.wins_at_once (a positive return for
-    the mover, 0 past 4096 joint moves), the same count on two-player zero-sum games only."""
+    player's turn, a chance node, the end). Every count of immediate wins uses it: the
+    datasets' `immediate_wins` column (randomized, thorough, battle, self-play tables) and the
+    value networks' count-onehot input at play time."""
     lists, child, legal, counts, out = buffers
     moves, keep, verdict = lists[0], lists[1], lists[2]
     mover = current_player(s)

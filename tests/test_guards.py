@@ -114,3 +114,52 @@ def test_compiled_guarded_games(connect4, lazerbike):
 def test_games_still_conform(name, scenario):
     """The evaluate kernels were added to these modules; the protocol must still hold."""
     check_game(load_game(name), 1, **scenario)
+
+
+def test_immediate_wins_at_a_team_lap_by_hand():
+    """Teams AB v CD: C (north-west corner, heading north, B's head east of it) and D
+    (south-east corner, heading south, A's head west of it) die whatever they play, so the lap
+    ends the game, and team AB wins iff A or B lives through it. A (heading north at (14, 13))
+    lives turning left or going forward, dies turning right into D's head; B (heading east at
+    (0, 1)) lives going forward or turning right, dies turning left into the wall. A move that
+    keeps its own bike alive wins whatever the others do; one that kills it wins only if the
+    team-mate lives, which the team-mate's choice decides: not an immediate win."""
+    from agents.guards import immediate_wins, win_buffers
+    from engine.specialise import bind
+
+    game = load_game("lazerbike", players=4, teams="0011")
+    setup = [(14, 13, "N"), (0, 1, "E"), (0, 0, "N"), (14, 14, "S")]
+    state = state_from_setup(game, setup)
+    count = bind(immediate_wins, game.kernels.search())
+    teams = np.asarray(game.teams, dtype=np.int64)
+    buffers = win_buffers(state.array.shape[0], game.num_players, game.num_actions)
+
+    def wins(player: int) -> tuple[int, set[int]]:
+        n, won = count(state.array, player, teams, game.num_players, game.neutral_action, buffers)
+        return won, {a for a in range(3) if n and _wins_every_lap(game, state, player, a)}
+
+    assert wins(0) == (2, {0, 1})  # A: left, forward
+    assert wins(1) == (2, {1, 2})  # B: forward, right
+    assert wins(2) == (0, set()) and wins(3) == (0, set())  # C, D: every move dies
+    # one of the laps behind the count: A turns right and dies, B lives, team AB still wins
+    lap = state.clone()
+    lap.apply_actions([2, 1, 1, 1])
+    assert lap.returns() == [1.0, 1.0, -1.0, -1.0]
+
+
+def _wins_every_lap(game, state, player: int, action: int) -> bool:
+    """`action` ends the game with `player` strictly above every rival, for every lap."""
+    import itertools
+
+    options = [state.legal_actions(p) or [game.neutral_action] for p in range(4)]
+    options[player] = [action]
+    for joint in itertools.product(*options):
+        child = state.clone()
+        child.apply_actions(list(joint))
+        if not child.is_terminal():
+            return False
+        out = child.returns()
+        rivals = [q for q in range(4) if game.teams[q] != game.teams[player]]
+        if not all(out[player] > out[q] for q in rivals):
+            return False
+    return True

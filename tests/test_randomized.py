@@ -98,12 +98,22 @@ def _check_tables(game, params, tables):
 
 
 def _immediate_wins(game, state, q):
+    """q's actions after which the game is over with q strictly above every player of another
+    team, whatever the others play in the same lap (no rival team: a positive return)."""
+
+    def won(child):
+        if not child.is_terminal():
+            return False
+        out = child.returns()
+        rivals = [p for p in range(game.num_players) if game.teams[p] != game.teams[q]]
+        return all(out[q] > out[p] for p in rivals) if rivals else out[q] > 0
+
     if state.current_player() != SIMULTANEOUS:
         wins = 0
         for a in state.legal_actions():
             child = state.clone()
             child.apply_action(a)
-            wins += child.is_terminal() and child.returns()[q] > 0
+            wins += won(child)
         return wins
     options = [state.legal_actions(p) or [game.neutral_action] for p in range(game.num_players)]
     wins = 0
@@ -114,7 +124,7 @@ def _immediate_wins(game, state, q):
                 continue
             child = state.clone()
             child.apply_actions([int(v) for v in joint])
-            ok &= child.is_terminal() and child.returns()[q] > 0
+            ok &= won(child)
         wins += ok
     return wins
 
@@ -133,6 +143,14 @@ def test_simultaneous_game_gives_one_row_per_living_player():
     game, params, tables = _shard("lazerbike", x=6, y=4)
     _, positions = _check_tables(game, params, tables)
     assert len(positions) == 12 and {p["player"] for p in positions} == {0, 1}
+
+
+def test_team_game_rows_count_team_wins():
+    """Four bikes in two teams: every row's immediate wins recounted with team semantics."""
+    game, params, tables = _shard("lazerbike:players=4,teams=0011", x=30, y=3, z=60)
+    _, positions = _check_tables(game, params, tables)
+    assert {p["player"] for p in positions} == {0, 1, 2, 3}
+    assert any(p["immediate_wins"] > 0 for p in positions)
 
 
 def test_chance_game_skips_chance_steps_in_sequences():

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
+from agents.guards import immediate_wins, win_buffers
 from engine.bits import new_rng, rand_below
 from engine.loops import sample_chance
 from engine.protocol import CHANCE, SIMULTANEOUS, TERMINAL, Game
@@ -36,7 +37,6 @@ from features.errors import DataError
 from features.generate.flat_tables import build_tables
 
 TRIES = 8  # random joint moves / chance draws tried before a walk gives up on a step
-MAX_JOINTS = 4096  # joint moves of the others enumerated for immediate wins
 
 #: x random states, y playouts each; games (optional) = total playouts, x then follows;
 #: z = most random moves to a state (0: the game's max length - 1); shard_size in games
@@ -177,46 +177,19 @@ def walk(s, steps, num_players, neutral, rng, buffer, joint, child, hist, seq, c
     return current_player(s) != CHANCE
 
 
-@generic(inline=True)
-def wins_at_once(s, q, a, num_players, neutral, legal, counts, joint, child, outcome):
-    """True when `q` playing `a` ends the game with a positive return for `q`, whatever the
-    others play at the same time (turn-based: just `a`)."""
-    if current_player(s) != SIMULTANEOUS:
-        child[:] = s
-        apply_action(child, a)
-        if current_player(child) != TERMINAL:
-            return False
-        returns(child, outcome)
-        return outcome[q] > 0
-    combos = 1
-    for p in range(num_players):
-        if p != q and counts[p] > 0:
-            combos *= counts[p]
-    if combos > MAX_JOINTS:
-        return False
-    for index in range(combos):
-        rest = index
-        for p in range(num_players):
-            if p == q:
-                joint[p] = a
-            elif counts[p] == 0:
-                joint[p] = neutral
-            else:
-                joint[p] = legal[p, rest % counts[p]]
-                rest //= counts[p]
-        child[:] = s
-        apply_joint(child, joint)
-        if current_player(child) != TERMINAL:
-            return False
-        returns(child, outcome)
-        if outcome[q] <= 0:
-            return False
-    return True
-
-
 @generic
 def randomized_states(
-    starts, start_of, playouts, max_moves, num_players, num_actions, neutral, obs_size, max_len, rng
+    starts,
+    start_of,
+    playouts,
+    max_moves,
+    teams,
+    num_players,
+    num_actions,
+    neutral,
+    obs_size,
+    max_len,
+    rng,
 ):
     """The whole shard: per state i (from starts[start_of[i]]), playouts[i] games."""
     n_states = start_of.shape[0]
@@ -229,6 +202,7 @@ def randomized_states(
     joint = np.empty(num_players, dtype=np.int64)
     outcome = np.zeros(num_players, dtype=np.float64)
     counters = np.zeros(3, dtype=np.int64)
+    win_scratch = win_buffers(size, num_players, num_actions)
     s = np.empty(size, dtype=np.int64)
     r = np.empty(size, dtype=np.int64)
     child = np.empty(size, dtype=np.int64)
@@ -359,7 +333,6 @@ def randomized_states(
                 total += g_returns[first_game + k, q]
             p_outcome[row] = total / max(playouts[i], 1)
             observation(r, q, p_feat[row])
-            wins = 0
             for a in range(num_actions):
                 p_scores[row, a] = np.nan
             for t in range(counts[q]):
@@ -367,11 +340,7 @@ def randomized_states(
                 p_mask[row, a] = 1
                 if tries[q, t] > 0:
                     p_scores[row, a] = sums[q, t] / tries[q, t]
-                if wins_at_once(
-                    r, q, a, num_players, neutral, legal, counts, joint, child, outcome
-                ):
-                    wins += 1
-            p_wins[row] = wins
+            p_wins[row] = immediate_wins(r, q, teams, num_players, neutral, win_scratch)[1]
     return (
         (
             g_state,
@@ -447,6 +416,7 @@ def generate_shard(
         start_of,
         playouts,
         int(params["z"]),
+        np.asarray(game.teams, dtype=np.int64),
         game.num_players,
         game.num_actions,
         game.neutral_action,

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
+from agents.guards import immediate_wins, win_buffers
 from agents.search import (
     HEURISTIC,
     PLAYOUT,
@@ -47,7 +48,7 @@ from engine.specialise import (
 )
 from features.errors import DataError
 from features.generate.flat_tables import build_tables
-from features.generate.randomized import _append_game, _record, wins_at_once
+from features.generate.randomized import _append_game, _record
 
 TABLE_BITS = 14  # the targets' searches share one small table per shard
 
@@ -145,7 +146,9 @@ def record_node(s, level, prefix, cfg, rng, ws, scratch, games, g, positions, ro
     """Game g (prefix + the searched move + search play) and one positions row per player to
     move, from `row` on; returns the number of rows written."""
     num_players, neutral = cfg[3], cfg[4]
-    options, moves, chosen, child, final, wlegal, wcounts, outcome, g_hist, g_seq = scratch
+    options, moves, chosen, child, final, wlegal, wcounts, outcome, g_hist, g_seq, win_scratch = (
+        scratch
+    )
     g_returns, g_length, g_seq_len = games
     p_game, p_ply, p_player, p_state, p_mask, p_feat, p_action, p_outcome, p_scores, p_wins = (
         positions
@@ -185,13 +188,10 @@ def record_node(s, level, prefix, cfg, rng, ws, scratch, games, g, positions, ro
         p_state[r] = s
         p_outcome[r] = g_returns[g, q]
         observation(s, q, p_feat[r])
-        wins = 0
+        p_wins[r] = immediate_wins(s, q, cfg[0][0], num_players, neutral, win_scratch)[1]
         for t in range(wcounts[q]):
             a = wlegal[q, t]
             p_mask[r, a] = 1
-            if wins_at_once(s, q, a, num_players, neutral, wlegal, wcounts, moves, child,
-                            outcome):  # fmt: skip
-                wins += 1
             if a == chosen[q]:
                 p_scores[r, a] = p_outcome[r]
                 continue
@@ -207,7 +207,6 @@ def record_node(s, level, prefix, cfg, rng, ws, scratch, games, g, positions, ro
                         moves)  # fmt: skip
             returns(child, outcome)
             p_scores[r, a] = outcome[q]
-        p_wins[r] = wins
     return written, nh + a_nh, ns + a_ns
 
 
@@ -234,6 +233,7 @@ def thorough_shard(start, branch, max_depth, cfg, num_actions, obs_size, max_len
         np.empty(num_players, np.int64), np.empty(size, np.int64), np.empty(size, np.int64),
         np.empty((num_players, width), np.int64), np.zeros(num_players, np.int64),
         np.zeros(num_players), np.empty(3 * span, np.int16), np.empty(3 * span, np.int16),
+        win_buffers(size, num_players, num_actions),
     )  # fmt: skip
     options, g_hist, g_seq = scratch[0], scratch[8], scratch[9]
     n, rows = caps
