@@ -235,30 +235,25 @@ class Game:
         (Connect 4: "column 4 is full"); None leaves the generic explanation."""
         return None
 
+    # pictures (the web page): `grid` rows of one character per cell, top row first (`.` empty;
+    # None: no board), `grid_labels` short text per cell (troops, health), `grid_style` how to
+    # draw them ({"cell": round|square|hex (rows shifted half a cell), "background", "empty",
+    # "ink", "gap", "pieces": {char: {"color", "disc", "letter", "name"}}}), `move_cells` the
+    # cells a click picks an action from (a page asks when one click picks several: tactics'
+    # cards on a cell), `move_target` a second cell that narrows them (territory's target tile)
+    grid_style: ClassVar[dict[str, Any] | None] = None
+
     def grid(self, s: np.ndarray) -> list[str] | None:
-        """The board as rows of one character per cell, top row first (`.` empty), for
-        pictures (the web page); None where the game has no board to draw."""
-        return None
-
-    def move_cells(self, action: int) -> tuple[tuple[int, int], ...]:
-        """The `grid` cells (row, column) a person clicks to pick `action` (the web page); where
-        one click picks several actions (tactics: every card aimed at a cell), the page asks."""
-        return ()
-
-    def move_target(self, action: int) -> tuple[int, int] | None:
-        """A second `grid` cell that narrows the actions a first click picked (territory: the
-        tile the troops go to); None where the first click says it all."""
         return None
 
     def grid_labels(self, s: np.ndarray) -> list[list[str]] | None:
-        """Short text drawn on each `grid` cell beside its piece (territory's troops, tactics'
-        unit health), same shape as `grid`; None for none."""
         return None
 
-    #: how a page draws `grid`: {"cell": "round" | "square" | "hex" (rows shifted half a cell
-    #: each), "background", "empty" (a free cell's colour), "ink" (text), "gap" (px), "pieces":
-    #: {char: {"color", "disc": drawn as a disc, "letter": the char shown, "name"}}}
-    grid_style: ClassVar[dict[str, Any] | None] = None
+    def move_cells(self, action: int) -> tuple[tuple[int, int], ...]:
+        return ()
+
+    def move_target(self, action: int) -> tuple[int, int] | None:
+        return None
 
     def arrow_action(self, s: np.ndarray, player: int, arrow: str) -> int | None:
         """The action an arrow key (`up`, `down`, `left`, `right`) asks for in a real-time
