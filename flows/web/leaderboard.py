@@ -4,9 +4,10 @@ where a pipeline tournament played them, their standing in it.
 Tournament tables are the ones the pipeline writes (`evaluation/<game>/summary.json`, the
 engine.tournament format: pairings and standings with Wilson intervals and Elo). A table names
 its bots by label; which registry version a label is comes from what the pipeline wrote beside
-it: `exports/<game>/exports.json` (the evaluate stage's bots: name, family, version),
-`promotion/<game>.json` (each family's production label, e.g. a TD chain's) or a label that is a
-registry spec itself (`registry:NAME/VERSION`, `registry:NAME@ALIAS` as the alias stands now).
+it: `exports/<game>/exports.json` (the evaluate stage's bots: name, family, version), a TD
+chain's `td/<game>/long/*/run.json` (`td-long-NAME`), `promotion/<game>.json` (each family's
+production label) or a label that is a registry spec itself (`registry:NAME/VERSION`,
+`registry:NAME@ALIAS` as the alias stands now).
 """
 
 from __future__ import annotations
@@ -143,6 +144,7 @@ def registry_labels(
     if exports.is_file():
         for entry in _json(exports) or []:
             labels[entry["name"]] = (model_name(folder, entry["family"]), str(entry["version"]))
+    labels.update(_td_labels(root, folder))
     promotion = _json(root / "promotion" / f"{folder}.json") or {}
     for info in promotion.get("families", {}).values():
         if info.get("production_label") and info.get("production") is not None:
@@ -155,6 +157,22 @@ def registry_labels(
             ref = f"registry:{model['name']}/{version['version']}"
             labels.setdefault(ref, (model["name"], version["version"]))
     return {label: ref for label, ref in labels.items() if ref in known}
+
+
+def _td_labels(root: Path, game: str) -> dict[str, tuple[str, str]]:
+    """A TD chain's long runs as its tournament labels them (`td-long-NAME`, flows/stages/td)."""
+    from flows.stage_io import StageError
+    from flows.td_jobs import read_output
+    from models.registry import model_name
+
+    labels = {}
+    try:
+        for name in read_output(root, game, "long/runs.json", "td-long")["runs"]:
+            run = read_output(root, game, f"long/{name}/run.json", "td-long")
+            labels[f"td-long-{name}"] = (model_name(game, "td"), str(run["registered"]["version"]))
+    except (StageError, ValueError, KeyError, TypeError):
+        return labels  # no TD chain here (or one being written)
+    return labels
 
 
 def _json(path: Path) -> Any:
