@@ -4,6 +4,8 @@ search agents playing it unchanged."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from agents import make
@@ -219,6 +221,43 @@ def test_text_board_draws_hex_rows_shifted_half_a_tile():
     assert load_game("territory").action_to_string(0, send(0, SE, 3)) == "(0,0)->(1,0) x3"
 
 
+@pytest.mark.parametrize(("size", "seed"), [(6, 0), (6, 1), (4, 2)])
+def test_move_names_read_back_for_every_legal_move_of_seeded_games(size, seed):
+    """Property: parse(name(a)) == [a] for each legal move of every position of a seeded random
+    game, and a whole history written by format_moves reads back as itself."""
+    import numpy as np
+
+    game = load_game("territory", size=size, rounds=40)
+    state, rng, checked = game.new_initial_state(seed=seed), np.random.default_rng(seed), 0
+    while not state.is_terminal():
+        player = state.current_player()
+        for action in state.legal_actions():
+            assert game.parse_moves(game.action_to_string(player, action)) == [action]
+            checked += 1
+        state.apply_action(state.random_action(rng))
+    assert checked > 500
+    history = state.history()
+    assert game.parse_moves(game.format_moves(history)) == history
+    ids = list(range(game.num_actions))  # off-map ids too: never legal, still named
+    assert game.parse_moves(game.format_moves(ids)) == ids
+
+
+def test_typed_moves_mix_names_and_ids_and_bad_text_is_one_clear_error():
+    game = load_game("territory")
+    typed = "produce(0,0), (0,0)->(1,0)x2; 7  PRODUCE ( 1 , 2 )"
+    assert game.parse_moves(typed) == [produce(0), send(0, SE, 2), 7, produce(tile(1, 2))]
+    for bad, why in [
+        ("hello", "cannot read 'hello'"),
+        ("produce (6,0)", "off the 6x6 map"),
+        ("(0,0)->(2,2) x1", "not neighbours"),
+        ("(0,0)->(0,1) x21", "sends 21 troops"),
+        ("4356", "not below 4356"),
+        ("produce (0,0) (0,0)->", "cannot read '(0,0)->'"),
+    ]:
+        with pytest.raises(GameError, match=re.escape(why)):
+            game.parse_moves(bad)
+
+
 def test_png_render_draws_a_picture(tmp_path):
     from models.territory_render import render_png
 
@@ -259,3 +298,8 @@ def test_gridbots_show_draws_territory_hexes_and_refuses_bad_presets():
     assert "round 3/3" in done.stdout and "  5             " in done.stdout
     bad = gridbots("show", "territory:preset=nope")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "unknown preset" in bad.stderr
+    named = gridbots("show", "territory", "--moves", "produce (0,0); (5,5)->(4,5) x1")
+    assert named.returncode == 0, named.stderr
+    assert "step 2: red (5,5)->(4,5) x1" in named.stdout, named.stdout
+    typo = gridbots("show", "territory", "--moves", "produce (0,0); (5,5)->(4,4) x1")
+    assert typo.returncode == 2 and typo.stderr.count("\n") == 1 and "neighbours" in typo.stderr

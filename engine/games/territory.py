@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numba import njit
 
+from engine.games import territory_notation as notation
 from engine.games.territory_rules import (  # noqa: F401  (re-exported)
     ANY,
     ATTACK,
@@ -310,10 +311,6 @@ def preset_board(preset: str, size: int) -> np.ndarray:
     return board
 
 
-def tile_name(tile: int, size: int) -> str:
-    return f"({tile // size},{tile % size})"
-
-
 @register
 class Territory(Game):
     """Blue and red conquer a hex map by production, attack and transport (study 003)."""
@@ -365,15 +362,17 @@ class Territory(Game):
 
     # ---- notation and pictures -----------------------------------------------------------------
     def action_to_string(self, player: int, action: int) -> str:
-        tile, idx = divmod(int(action), IDS)
-        if not 0 <= tile < self.num_tiles:
-            return str(action)
-        if idx == PRODUCE:
-            return f"produce {tile_name(tile, self.size)}"
-        d, sent = divmod(idx - 1, MAX_TROOPS)
-        target = int(neighbour(tile, d, self.size))
-        where = tile_name(target, self.size) if target >= 0 else f"off-map {DIRECTION_NAMES[d]}"
-        return f"{tile_name(tile, self.size)}->{where} x{sent + 1}"
+        return notation.action_name(action, self.size)
+
+    def player_name(self, player: int) -> str:
+        return ("blue", "red")[player] if player in (0, 1) else super().player_name(player)
+
+    def parse_moves(self, text: str) -> list[int]:
+        """`produce (r,c)`, `(r,c)->(r,c) xN` or action ids, separated by spaces, `,` or `;`."""
+        return notation.parse_moves(text, self.size)
+
+    def format_moves(self, actions) -> str:
+        return notation.format_moves(actions, self.size)
 
     def grid(self, s: np.ndarray) -> list[str]:
         """B blue, R red (with troops), `.` nature; row r is drawn r half tiles to the right."""
