@@ -119,6 +119,13 @@ DEFAULTS: dict[str, Any] = {
     # scripted red, or "greedy" (territory's greedy_action, which beats mcts:sims=200)
     "sparring_opening": 0,  # coevolution: random first moves of blue (red answering) before
     # each game against the fixed red, so a deterministic red does not replay one game
+    "playoff_opening": 4,  # coevolution playoff: seeded random first moves before each game
+    # against the fixed red (a deterministic red from one start replays one game)
+    "playoff_agents": [],  # coevolution playoff, final round: agent specs (e.g. "mcts:sims=50")
+    # the first round's best `playoff_shortlist` meet, `playoff_games` games each (seeded
+    # openings, sides swapped); the best there is the champion ([]: the first round decides)
+    "playoff_shortlist": 8,
+    "playoff_games": 10,
     "workers": 2,
     "config": {},  # overrides of STUDY_CONFIG, e.g. {"NEAT": {"pop_size": 50}}
 }
@@ -358,6 +365,11 @@ def checked(params: dict[str, Any] | None) -> dict[str, Any]:
         raise NeatError(f"neat: sparring_red must be study or greedy, got {red!r}")
     if int(merged["generations"]) < 1 or int(merged["opponents"]) < 1:
         raise NeatError("neat: generations and opponents must be >= 1")
+    agents = merged["playoff_agents"]
+    if not isinstance(agents, list | tuple) or not all(isinstance(a, str) for a in agents):
+        raise NeatError(f"neat: playoff_agents is a list of agent specs, got {agents!r}")
+    if int(merged["playoff_shortlist"]) < 1 or int(merged["playoff_games"]) < 2:
+        raise NeatError("neat: playoff_shortlist must be >= 1 and playoff_games >= 2")
     return merged
 
 
@@ -379,8 +391,16 @@ def jsonable(params: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(params, default=str))
 
 
-#: parameters a checkpoint may be resumed with different values of (how far, how many threads)
-RESUMABLE = ("generations", "workers")
+#: parameters a checkpoint may be resumed with different values of (how far, how many threads,
+#: how the champion is chosen once evolution is over)
+RESUMABLE = (
+    "generations",
+    "workers",
+    "playoff_opening",
+    "playoff_agents",
+    "playoff_shortlist",
+    "playoff_games",
+)
 
 
 def lineage_params(params: dict[str, Any] | None) -> dict[str, Any]:

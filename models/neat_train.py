@@ -237,16 +237,14 @@ class Trainer:
                     )
         return out
 
-    def _against_fixed(self, packed, networks: int, rounds: int, base: int) -> list:
+    def _against_fixed(self, packed, networks: int, rounds: int, base: int, opening: int) -> list:
         """Every network's games against the fixed opponents: `rounds` against the fixed red
-        (`sparring_red`; network in seat 0, red's seed base + k, after `sparring_opening`
-        random moves) and `rounds` against a uniformly
-        random player (seats alternating, random moves seeded by base). [(game, stats, network
-        of each game, its seat), ...] for the two kinds."""
+        (`sparring_red`; network in seat 0, red's seed base + k, after `opening` random moves)
+        and `rounds` against a uniformly random player (seats alternating, random moves seeded
+        by base). [(game, stats, network of each game, its seat), ...] for the two kinds."""
         from models.neat_eval import RANDOM_SEAT
 
         spar = self.sparring.game
-        opening = int(self.params["sparring_opening"])
         red_starts = np.stack([opened(spar, base + k, opening) for k in range(rounds)])
         index = np.repeat(np.arange(networks), rounds)
         first = Batch(
@@ -267,8 +265,9 @@ class Trainer:
         with the generation."""
         rounds = int(self.params["sparring"])
         totals = np.zeros(networks)
+        opening = int(self.params["sparring_opening"])
         for game, stats, index, seat in self._against_fixed(
-            packed, networks, rounds, self.generation * 7919
+            packed, networks, rounds, self.generation * 7919, opening
         ):
             mine = np.where(
                 seat == 0,
@@ -279,15 +278,71 @@ class Trainer:
         return totals, 2 * rounds
 
     def playoff(self, genomes: list[dict[str, Any]]) -> np.ndarray:
-        """Score (wins + draws / 2 over games) of each genome against the fixed opponents on
-        seeds no generation trained on: how the hall of fame's champion is chosen."""
+        """First round: score (wins + draws / 2 over games) of each genome against the fixed
+        opponents on seeds no generation trained on, after `playoff_opening` random moves."""
         rounds = int(self.params["playoff"])
+        opening = int(self.params["playoff_opening"])
         scores = np.zeros(len(genomes))
         packed = pack([network(g) for g in genomes])
-        for _, stats, index, seat in self._against_fixed(packed, len(genomes), rounds, 10**6):
+        for _, stats, index, seat in self._against_fixed(
+            packed, len(genomes), rounds, 10**6, opening
+        ):
             result = stats[np.arange(len(index)), seat, 10]  # RETURN of the network's seat
             scores += np.bincount(index, (result + 1) / 2, len(genomes))
         return scores / (2 * rounds)
+
+    def final_round(self, genomes: list[dict[str, Any]]) -> np.ndarray:
+        """Score of each genome against every `playoff_agents` spec (search agents the numba
+        loop cannot seat): `playoff_games` games each on the duel, seeded openings of
+        `playoff_opening` moves on seeds no evaluation uses, sides swapped."""
+        import tempfile
+
+        from agents import make
+        from engine.match import play_match
+
+        games, opening = int(self.params["playoff_games"]), int(self.params["playoff_opening"])
+        scores = np.zeros(len(genomes))
+        with tempfile.TemporaryDirectory() as folder:
+            for i, genome in enumerate(genomes):
+                path = Path(folder) / f"genome-{i}.json"
+                path.write_text(json.dumps(genome))
+                mine = make(f"neat:genome={path}", self.game, 0)  # deterministic, reusable
+                for spec in self.params["playoff_agents"]:
+                    match = play_match(
+                        self.game,
+                        lambda _, mine=mine: mine,
+                        lambda seed, spec=spec: make(spec, self.game, seed),
+                        games,
+                        seed=10**6,
+                        opening=opening,
+                    )
+                    scores[i] += match.score
+        return scores / len(self.params["playoff_agents"])
+
+    def choose(self) -> tuple[np.ndarray, dict[str, float]]:
+        """The hall of fame ranked best first, and the figures that ranked its head. The first
+        round orders every entry (later generations first among equals: the fixed opponents
+        often cannot tell them apart); with `playoff_agents`, its best `playoff_shortlist`
+        are reordered by the final round."""
+        first = self.playoff([entry["genome"] for entry in self.hall])
+        generation = np.array([entry["generation"] for entry in self.hall])
+        ranked = np.lexsort((-generation, -first))
+        figures = {"playoff_score": float(first[ranked[0]])}
+        if self.params["playoff_agents"]:
+            short = ranked[: int(self.params["playoff_shortlist"])]
+            final = self.final_round([self.hall[int(i)]["genome"] for i in short])
+            order = np.argsort(-final, kind="stable")
+            ranked = np.concatenate([short[order], ranked[len(short) :]])
+            figures = {
+                "playoff_score": float(first[ranked[0]]),
+                "final_score": float(final[order[0]]),
+                "final_games": float(
+                    int(self.params["playoff_games"]) * len(self.params["playoff_agents"])
+                ),
+                "final_worst": float(final.min()),
+            }
+        figures["playoff_generation"] = float(self.hall[int(ranked[0])]["generation"])
+        return ranked, figures
 
     def _per_game(self, stats: np.ndarray, seat: int, bonus: float, game: Game) -> np.ndarray:
         return fitness(
@@ -345,8 +400,7 @@ class Trainer:
         rival = self.champion("red") if self.coevolve else None
         chosen = None
         if self.hall:  # the hall of fame's best against fixed opponents, either side
-            scores = self.playoff([entry["genome"] for entry in self.hall])
-            ranked = np.argsort(-scores, kind="stable")
+            ranked, figures = self.choose()
             chosen = self.hall[int(ranked[0])]
             champion = {**chosen["genome"], "fitness": chosen["fitness"]}
             rival = next(
@@ -357,10 +411,7 @@ class Trainer:
                 ),
                 rival,
             )
-            chosen = {
-                "playoff_score": float(scores[ranked[0]]),
-                "playoff_generation": float(chosen["generation"]),
-            }
+            chosen = figures
         nets = [network(champion)] + ([network(rival)] if rival else [])
         seats = np.array([[0, 1 if rival else -1]], dtype=np.int64)
         stats = self.evaluator.play(pack(nets), Batch(self.start[None, :], seats), trace_game=0)

@@ -328,3 +328,73 @@ def test_every_territory_model_of_both_profiles_is_a_valid_training_case(profile
     for name, model in params["territory"]["models"].items():
         settings = checked(model["params"])
         assert case_game(model["case"], settings).name == "territory", name
+
+
+def _node(key: int, bias: float, activation: str) -> dict:
+    return {"id": key, "bias": bias, "response": 1.0, "activation": activation,
+            "aggregation": "sum"}  # fmt: skip
+
+
+def _scored_genome(nodes: list[dict], links: list[tuple[int, int, float]]) -> dict:
+    """A hand-made scored-decoding network (input -1 - i reads move feature i)."""
+    from models.neat import GENOME_FORMAT
+
+    connections = [
+        {"from": a, "to": b, "weight": w, "enabled": True, "innovation": k}
+        for k, (a, b, w) in enumerate(links, 1)
+    ]
+    return {"format": GENOME_FORMAT, "key": 1, "fitness": 0.0, "num_inputs": 12,
+            "num_outputs": 1, "nodes": nodes, "connections": connections}  # fmt: skip
+
+
+#: takes a winning attack, else claims nature while leaving a troop behind (the relu node: sent
+#: to nature, troops left >= 1), else produces; it beats random and mcts:sims=20 on the duel
+EXPANDER = _scored_genome(
+    [_node(0, 0.0, "identity"), _node(1, -100.5, "relu")],
+    [(-7, 1, 100.0), (-4, 1, 20.0), (-1, 1, -100.0), (1, 0, 1.0), (-8, 0, 3.0), (-1, 0, 0.4)],
+)
+PRODUCER = _scored_genome([_node(0, 0.0, "identity")], [(-1, 0, 1.0)])  # never leaves its tile
+
+
+def test_the_playoff_varies_its_openings_and_its_final_round_picks_the_stronger_genome(tmp_path):
+    from engine.match import play_match
+
+    params = {**TINY, "generations": 1, "rounds": 30, "sparring": 1, "playoff": 3,
+              "sparring_red": "greedy", "decoding": "scored", "playoff_agents": ["random"],
+              "playoff_shortlist": 3, "playoff_games": 4}  # fmt: skip
+    trainer = Trainer("coevolution", params, tmp_path)
+    trainer.step()  # one generation: populations with a best genome, a hall of fame
+    # the first round's greedy red is deterministic: one start replays one game, openings vary
+    packed = pack([network(EXPANDER)])
+    same = trainer._against_fixed(packed, 1, 3, 10**6, 0)[0][1]
+    varied = trainer._against_fixed(packed, 1, 3, 10**6, 4)[0][1]
+    assert (same == same[0]).all() and not (varied == varied[0]).all()
+
+    def hall(*entries):
+        return [{"seat": s, "generation": g, "fitness": 0.0, "genome": x} for s, g, x in entries]
+
+    # among equal first-round scores the later generation leads (identical genomes here)
+    trainer.params["playoff_agents"] = []
+    trainer.hall = hall(("blue", 1, PRODUCER), ("red", 2, PRODUCER))
+    ranked, figures = trainer.choose()
+    assert list(ranked) == [1, 0] and figures["playoff_generation"] == 2.0
+    # the final round: every shortlisted genome against `random`, seeded openings, sides swapped
+    trainer.params["playoff_agents"] = ["random"]
+    trainer.hall = hall(("red", 3, PRODUCER), ("blue", 0, EXPANDER), ("blue", 4, PRODUCER))
+    result = trainer.result(0.0)
+    game = trainer.game
+
+    def score(genome: dict) -> float:
+        path = tmp_path / "genome.json"
+        path.write_text(json.dumps(genome))
+        mine = make(f"neat:genome={path}", game, 0)
+        seat = lambda seed: make("random", game, seed)  # noqa: E731
+        return play_match(game, lambda _: mine, seat, 4, seed=10**6, opening=4).score
+
+    assert result.champion["connections"] == EXPANDER["connections"]
+    assert result.rival["connections"] == PRODUCER["connections"]  # red's best
+    assert result.champion_stats["final_score"] == pytest.approx(score(EXPANDER))
+    assert result.champion_stats["final_worst"] == pytest.approx(score(PRODUCER))
+    assert score(EXPANDER) > score(PRODUCER) and result.champion_stats["final_games"] == 4.0
+    with pytest.raises(NeatError, match="playoff_agents"):
+        Trainer("coevolution", {**params, "playoff_agents": "mcts"}, tmp_path / "x")

@@ -36,8 +36,9 @@ def model_settings(params: dict, name: str) -> dict[str, Any]:
 
 def checkpoint_dir(root: Path, name: str, settings: dict[str, Any]) -> Path:
     """Where a model's checkpoints live: one folder per case + parameters (seeds apart)."""
-    resumable = ("generations", "workers")
-    lineage_params = {k: v for k, v in settings["params"].items() if k not in resumable}
+    from models.neat import RESUMABLE
+
+    lineage_params = {k: v for k, v in settings["params"].items() if k not in RESUMABLE}
     key = json.dumps({"case": settings["case"], "params": lineage_params}, sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     return Path(root) / "checkpoints" / GAME / name / digest
