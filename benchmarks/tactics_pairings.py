@@ -59,6 +59,48 @@ def turn_times(game, row: dict, side: str) -> list[float]:
     return turns
 
 
+def play(game_spec: str, spec_a: str, spec_b: str, scenarios: int, seed: int, workers: int,
+         out: Path) -> dict:  # fmt: skip
+    """The pairing over `scenarios` line-ups x 2 sides on `workers` processes: its summary (W/D/L,
+    interval, ms per decision and per turn) with the games and a plot written under `out`."""
+    from rich.progress import Progress
+
+    from engine import parse_game_spec
+    from engine.tournament import summarize_pairing
+    from flows.tournament_output import write_outputs
+
+    game = parse_game_spec(game_spec)
+    per = -(-scenarios // workers)
+    blocks = [(seed + w * per, min(per, scenarios - w * per)) for w in range(workers)]
+    began = time.perf_counter()
+    with mp.Manager() as manager:
+        queue = manager.Queue()
+        jobs = [(game_spec, spec_a, spec_b, f, n, queue) for f, n in blocks if n > 0]
+        with mp.get_context("spawn").Pool(len(jobs)) as pool, Progress() as progress:
+            task = progress.add_task(f"{spec_a} vs {spec_b}", total=2 * scenarios)
+            pending = pool.map_async(_block, jobs)
+            done = 0
+            while done < 2 * scenarios:
+                queue.get()
+                done += 1
+                progress.update(task, completed=done)
+            rows = [row for block in pending.get() for row in block]
+    summary = {"game": game.spec(), "scenarios": scenarios, **summarize_pairing(rows)}
+    for side in ("a", "b"):
+        turns = [t for row in rows for t in turn_times(game, row, side)]
+        steps = [t for row in rows for t in row[f"{side}_times_ms"]]
+        summary[f"{side}_ms_per_decision"] = float(np.mean(steps))
+        summary[f"{side}_ms_per_turn"] = float(np.mean(turns))
+        summary[f"{side}_turns"] = len(turns)
+    summary["wall_seconds"] = time.perf_counter() - began
+    summary["command"] = (
+        f"benchmarks/tactics_pairings.py '{spec_a}' '{spec_b}' --game {game_spec} "
+        f"--scenarios {scenarios} --seed {seed} --workers {workers}"
+    )
+    summary["files"] = write_outputs(out, rows, {**summary, "pairings": [summary]})
+    return summary
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("spec_a")
@@ -69,44 +111,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
-
-    from rich.progress import Progress
-
-    from engine import parse_game_spec
-    from engine.tournament import summarize_pairing
-    from flows.tournament_output import write_outputs
-
-    game = parse_game_spec(args.game)
-    per = -(-args.scenarios // args.workers)
-    blocks = [
-        (args.seed + w * per, min(per, args.scenarios - w * per)) for w in range(args.workers)
-    ]
-    began = time.perf_counter()
-    with mp.Manager() as manager:
-        queue = manager.Queue()
-        jobs = [(args.game, args.spec_a, args.spec_b, f, n, queue) for f, n in blocks if n > 0]
-        with mp.get_context("spawn").Pool(len(jobs)) as pool, Progress() as progress:
-            task = progress.add_task(f"{args.spec_a} vs {args.spec_b}", total=2 * args.scenarios)
-            pending = pool.map_async(_block, jobs)
-            done = 0
-            while done < 2 * args.scenarios:
-                queue.get()
-                done += 1
-                progress.update(task, completed=done)
-            rows = [row for block in pending.get() for row in block]
-    summary = {"game": game.spec(), "scenarios": args.scenarios, **summarize_pairing(rows)}
-    for side in ("a", "b"):
-        turns = [t for row in rows for t in turn_times(game, row, side)]
-        steps = [t for row in rows for t in row[f"{side}_times_ms"]]
-        summary[f"{side}_ms_per_decision"] = float(np.mean(steps))
-        summary[f"{side}_ms_per_turn"] = float(np.mean(turns))
-        summary[f"{side}_turns"] = len(turns)
-    summary["wall_seconds"] = time.perf_counter() - began
-    summary["command"] = (
-        f"benchmarks/tactics_pairings.py '{args.spec_a}' '{args.spec_b}' --game {args.game} "
-        f"--scenarios {args.scenarios} --seed {args.seed} --workers {args.workers}"
-    )
-    summary["files"] = write_outputs(args.out, rows, {**summary, "pairings": [summary]})
+    summary = play(args.game, args.spec_a, args.spec_b, args.scenarios, args.seed, args.workers,
+                   args.out)  # fmt: skip
     print(json.dumps(summary, indent=2))
 
 

@@ -1,0 +1,124 @@
+"""Study 004 on tactics: hierarchical portfolio search with a learned evaluation against the same
+search with scripted playouts, at equal time per turn.
+
+From a tactics self-play dataset (`gridbots generate tactics selfplay …`), trains value-planes
+MLPs of each `--widths` (held-out accuracy), times their batched evaluation against a scripted
+playout per position (the speed side of the study's size / speed / accuracy trade-off), then plays
+`hps:ms=T,eval=onnx:MODEL` (the first width) against `hps:ms=T,eval=playout` over seeded
+line-ups with sides swapped (benchmarks/tactics_pairings.py). `--partial` reads the committed,
+hash-checked shards of a dataset whose generation was stopped, and says so in the output.
+
+    .venv/bin/python benchmarks/hps_learned.py --data DIR [--partial] [--widths 64,256]
+        [--ms 50] [--scenarios 100] [--workers 2] --out reports/study-004
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+def positions_table(root: Path, partial: bool) -> tuple[pa.Table, dict]:
+    """The dataset's positions and what was read: every shard, or the committed ones."""
+    from features.schema import SCHEMAS
+    from features.store import load_dataset, read_manifest, read_verified, shard_path
+
+    manifest = read_manifest(root)
+    if manifest.get("complete") or not partial:
+        table = load_dataset(root, "positions")
+        return table, {"shards": manifest["planned_shards"], "planned": manifest["planned_shards"]}
+    shards = manifest["shards"]
+    parts = [
+        pq.read_table(pa.BufferReader(read_verified(shard_path(root, "positions", int(k)),
+                                                    shards[k]["sha256"]["positions"])))
+        .cast(SCHEMAS["positions"])
+        for k in sorted(shards, key=int)
+    ]  # fmt: skip
+    return pa.concat_tables(parts), {"shards": len(shards), "planned": manifest["planned_shards"]}
+
+
+def evaluation_speed(game, model: Path | None, states: np.ndarray, repeats: int = 3) -> float:
+    """Microseconds per position: the network on one batch, or one scripted playout each."""
+    best = float("inf")
+    if model is None:
+        playout = game.portfolio.playout
+        playout(states[0].copy(), 0)  # compile outside the clock
+        for _ in range(repeats):
+            began = time.perf_counter()
+            for s in states:
+                playout(s.copy(), 0)
+            best = min(best, time.perf_counter() - began)
+    else:
+        from agents.hps import PlanesValue
+
+        value = PlanesValue(game, model)
+        movers = np.zeros(len(states), dtype=np.int64)
+        value(states[:8], movers[:8], 0)
+        for _ in range(repeats):
+            began = time.perf_counter()
+            value(states, movers, 0)
+            best = min(best, time.perf_counter() - began)
+    return 1e6 * best / len(states)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--partial", action="store_true")
+    parser.add_argument("--game", default="tactics")
+    parser.add_argument("--widths", default="64,256")
+    parser.add_argument("--cell-encoder", type=int, default=8)
+    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--ms", type=float, default=50.0)
+    parser.add_argument("--scenarios", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=1000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+
+    from tactics_pairings import play  # the script beside this one
+
+    from engine import parse_game_spec
+    from features import encode as enc
+    from models import value_mlp
+
+    game = parse_game_spec(args.game)
+    began = time.perf_counter()
+    positions, read = positions_table(args.data, args.partial)
+    arrays = enc.encoding("value-planes")[1](positions, game)
+    states = enc.list_matrix(positions.column("state"), len(positions["state"][0]), np.int64)
+    sample = states[np.random.default_rng(0).choice(len(states), 256, replace=False)]
+    report = {"data": str(args.data), **read, "positions": positions.num_rows,
+              "rows": len(arrays["outcome"]), "networks": []}  # fmt: skip
+    report["playout_us_per_position"] = evaluation_speed(game, None, sample)
+    models = []
+    for width in (int(w) for w in args.widths.split(",")):
+        params = {"layers": 2, "width": width, "epochs": args.epochs, "batch_size": 256,
+                  "cell_encoder": args.cell_encoder, "holdout": 0.2, "seed": 0}  # fmt: skip
+        result = value_mlp.train(arrays, {"encoding": "value-planes", "game": game.spec()},
+                                 params, args.out / f"value-w{width}")  # fmt: skip
+        models.append(result.artifact)
+        report["networks"].append({
+            "width": width, "cell_encoder": args.cell_encoder, "model": str(result.artifact),
+            **{k: result.metrics[k] for k in ("held_out_accuracy", "majority_accuracy",
+                                              "held_out_brier", "held_out_draw_share")},
+            "us_per_position": evaluation_speed(game, result.artifact, sample),
+        })  # fmt: skip
+    learned = f"hps:ms={args.ms:g},eval=onnx:{models[0]}"
+    playout = f"hps:ms={args.ms:g},eval=playout"
+    report["match"] = play(args.game, learned, playout, args.scenarios, args.seed, args.workers,
+                           args.out / "match")  # fmt: skip
+    report["match"].pop("bots", None)
+    report["wall_seconds"] = time.perf_counter() - began
+    (args.out / "summary.json").write_text(json.dumps(report, indent=2, default=str))
+    print(json.dumps(report, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()
