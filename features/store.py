@@ -18,6 +18,7 @@ import io
 import json
 import os
 import shutil
+import socket
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -151,6 +152,7 @@ def run_shard(task: dict[str, Any]) -> dict[str, Any]:
         result["rows"][table] = data.num_rows
         result["sha256"][table] = hashlib.sha256(payload).hexdigest()
         result["temp"][table] = str(temp)
+    result["worker"] = f"{socket.gethostname()}:{os.getpid()}"  # which machine made it
     result["seconds"] = {
         "generate": round(generated - started, 4),
         "write": round(time.perf_counter() - generated, 4),
@@ -191,6 +193,8 @@ class Plan:
         missing = [k for k in range(self.planned) if str(k) not in done]
         if missing:
             raise DataError(f"{self.root}: shards {missing[:5]} are not committed yet")
+        for temp in _stray_temps(self.root):  # an attempt a lost worker left half-written
+            temp.unlink(missing_ok=True)
         manifest = self.manifest
         manifest["complete"] = True
         manifest["content_hash"] = _content_hash(done)

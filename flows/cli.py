@@ -276,6 +276,7 @@ COMMAND_MODULES = (
     "flows.stage_commands",
     "flows.solved_commands",
     "flows.web_commands",
+    "flows.cluster_commands",
 )
 _register_command_groups()
 

@@ -220,6 +220,15 @@ def start_prefect_server(port: int | None = None) -> tuple[subprocess.Popen, str
 def repro(
     params: PARAMS = DEFAULT_PARAMS,
     force: Annotated[bool, typer.Option("--force", help="dvc repro --force.")] = False,
+    cluster: Annotated[
+        bool,
+        typer.Option(
+            "--cluster", help="Run every fan-out on the cluster `gridbots cluster up` started."
+        ),
+    ] = False,
+    state_dir: Annotated[
+        Path, typer.Option("--state-dir", help="The cluster's state folder (with --cluster).")
+    ] = Path(".cluster"),
 ):
     """`dvc repro` with one Prefect server for all stages, then where to look."""
     _quiet()
@@ -227,7 +236,18 @@ def repro(
         subprocess.run(["dvc", "init", "-q"], check=True)
     env = dict(os.environ)
     server = None
-    if not env.get("PREFECT_API_URL"):
+    if cluster:  # its Prefect and MLflow servers, its scheduler: every stage reads them
+        from flows.cluster import ClusterError, client_env, read_state, status
+
+        report = status(state_dir)
+        if not (
+            report["prefect_healthy"] and report["mlflow_healthy"] and report["workers_counted"]
+        ):
+            raise ClusterError(
+                f"the cluster in {state_dir} is not healthy: gridbots cluster status"
+            )
+        env.update(client_env(read_state(state_dir)))
+    elif not env.get("PREFECT_API_URL"):
         typer.echo("starting a Prefect server for this run …", err=True)
         server, env["PREFECT_API_URL"] = start_prefect_server()
     try:

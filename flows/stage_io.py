@@ -63,9 +63,40 @@ def lineage(root: Path) -> dict[str, str]:
     return {"git.commit": commit, "dvc.lock_sha256": digest}
 
 
+#: a Dask address for every stage of a run (`gridbots repro --cluster` sets it): unlike params
+#: dask.address it changes no stage's DVC params, since where a task runs changes no result
+DASK_ENV = "GRIDBOTS_DASK_ADDRESS"
+
+
+def http_ok(url: str, timeout: float = 2.0) -> bool:
+    """A local server answers GET `url`."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout):  # our own servers on loopback
+            return True
+    except OSError:
+        return False
+
+
+def tcp_ok(address: str, timeout: float = 2.0) -> bool:
+    """A TCP connect to tcp://HOST:PORT succeeds."""
+    import socket
+
+    host, _, port = address.removeprefix("tcp://").rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
 def task_runner(params: dict[str, Any], dask_address: str | None = None):
-    """Dask when an address is given (argument, else params dask.address), threads otherwise."""
-    address = dask_address or params.get("dask", {}).get("address") or ""
+    """Dask when an address is given (argument, else $GRIDBOTS_DASK_ADDRESS, which
+    `gridbots repro --cluster` sets, else params dask.address), threads otherwise."""
+    address = (
+        dask_address or os.environ.get(DASK_ENV) or params.get("dask", {}).get("address") or ""
+    )
     if address:
         try:
             from prefect_dask import DaskTaskRunner
@@ -73,10 +104,33 @@ def task_runner(params: dict[str, Any], dask_address: str | None = None):
             raise StageError(
                 "a Dask address needs the dask extra: pip install 'gridbots[dask]'"
             ) from None
+        require_cluster_servers(address)
         return DaskTaskRunner(address=address)
     from prefect.task_runners import ThreadPoolTaskRunner
 
     return ThreadPoolTaskRunner(max_workers=max(1, int(params.get("workers", 1))))
+
+
+def require_cluster_servers(address: str) -> None:
+    """Refuses, before anything runs, a Dask address without the Prefect server its workers
+    must report to (without one, every worker would start a temporary server of its own)."""
+    from prefect.settings import get_current_settings
+
+    api = get_current_settings().api.url
+    if not api:
+        raise StageError(
+            f"Dask address {address} but no Prefect server: start one with `gridbots cluster up`"
+            ' and run `eval "$(gridbots cluster env)"` (or set PREFECT_API_URL)'
+        )
+    if not http_ok(f"{api.rstrip('/')}/health", timeout=5):
+        raise StageError(
+            f"no Prefect server answers at PREFECT_API_URL={api}: start it "
+            "(`gridbots cluster up`) or point PREFECT_API_URL at a running one"
+        )
+    if not tcp_ok(address, timeout=5):
+        raise StageError(
+            f"no Dask scheduler answers at {address}: start one with `gridbots cluster up`"
+        )
 
 
 def use_tracking(params: dict[str, Any], root: Path) -> None:

@@ -1,0 +1,232 @@
+"""A real cluster of separate processes (Prefect server, MLflow server, Dask scheduler, two
+workers; loopback, free ports) started by `gridbots cluster up` once for the module and torn
+down by PID: generation on it matches a one-process run shard for shard, its tasks are in the
+one Prefect server, a worker killed with SIGKILL mid-stage costs nothing, a late worker gets
+work, and `down` leaves no process behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from flows import cluster
+
+REPO = Path(__file__).resolve().parents[1]
+#: slow enough per shard (MCTS self-play, one game a shard) that a kill lands mid-task
+SELFPLAY = {"x": 6, "shard_size": 1, "agent": "mcts:sims=30000"}
+#: one dataset per test (the stage's output is data/connect4/selfplay; seeds tell them apart)
+DATASETS = {
+    "calm": {"seed": 11, "options": SELFPLAY},
+    "killed": {"seed": 12, "options": SELFPLAY},
+    "late": {"seed": 13, "options": {**SELFPLAY, "agent": "mcts:sims=2000"}},
+}
+
+
+def _params(root: Path, name: str) -> str:
+    """A params file whose connect4 `selfplay` dataset is DATASETS[name] (JSON is YAML)."""
+    params = {
+        "games": ["connect4"],
+        "workers": 1,
+        "dask": {"address": ""},
+        "connect4": {"spec": "connect4", "datasets": {"selfplay": DATASETS[name]}},
+    }
+    path = root / f"params-{name}.yaml"
+    path.write_text(json.dumps(params))
+    return str(path)
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in cluster.CLIENT_ENV_KEYS}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    return {**env, **(extra or {})}
+
+
+def _gridbots(*args: str, cwd: Path, env: dict[str, str], **kwargs) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
+
+
+def _run(*args: str, cwd: Path, env: dict[str, str], timeout: float = 300):
+    process = _gridbots(*args, cwd=cwd, env=env)
+    out, err = process.communicate(timeout=timeout)
+    return process.returncode, out, err
+
+
+def _reference(root: Path, name: str) -> str:
+    """The dataset's content hash from one process (no Prefect, no Dask)."""
+    from features import store
+
+    settings = DATASETS[name]
+    manifest = store.generate_dataset(
+        root / "reference" / name, "connect4", "selfplay", settings["options"], settings["seed"]
+    )
+    return manifest["content_hash"]
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cluster-root")
+    state_dir = root / ".cluster"
+    code, _out, err = _run(
+        "cluster", "up", "--workers", "2", "--state-dir", str(state_dir), "--data-root",
+        str(root), cwd=root, env=_env(), timeout=400,
+    )  # fmt: skip
+    try:
+        assert code == 0, err
+        state = cluster.read_state(state_dir)
+        yield root, state_dir, state
+    finally:
+        if cluster.state_path(state_dir).is_file():
+            cluster.down(state_dir)
+
+
+def _stage_env(state: dict) -> dict[str, str]:
+    return _env(cluster.client_env(state))
+
+
+def _task_runs(api: str, name: str) -> list[dict]:
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"{api}/task_runs/filter",
+        data=json.dumps({"task_runs": {"name": {"like_": name}}, "limit": 200}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.loads(answer.read())
+
+
+def _manifest(root: Path, name: str) -> dict:
+    return json.loads((root / "data" / "connect4" / name / "manifest.json").read_text())
+
+
+def test_generation_on_the_cluster_matches_one_process(live):
+    root, _state_dir, state = live
+    code, _out, err = _run(
+        "stage",
+        "generate",
+        "connect4",
+        "selfplay",
+        "--params",
+        _params(root, "calm"),
+        cwd=root,
+        env=_stage_env(state),
+    )
+    assert code == 0, err
+    manifest = _manifest(root, "selfplay")
+    assert manifest["content_hash"] == _reference(root, "calm")
+    pids = {e["name"]: e["pgid"] for e in state["processes"] if e["role"] == "worker"}
+    makers = {int(s["worker"].rpartition(":")[2]) for s in manifest["shards"].values()}
+    assert {_group(pid) for pid in makers} <= set(pids.values())  # made by the workers
+    # every shard's task run is in the cluster's one Prefect server, completed
+    runs = _task_runs(state["prefect_api_url"], "run_shard")
+    assert len(runs) == manifest["planned_shards"]
+    assert {r["state_type"] for r in runs} == {"COMPLETED"}
+    # no worker started a Prefect server of its own
+    for entry in state["processes"]:
+        if entry["role"] == "worker":
+            log = Path(entry["log"]).read_text()
+            assert "database is locked" not in log
+            for pid in cluster.group_members(entry["pgid"]):
+                import psutil
+
+                assert "server" not in " ".join(psutil.Process(pid).cmdline())
+
+
+def test_stage_refuses_a_dask_address_without_prefect(live):
+    root, _state_dir, state = live
+    code, _out, err = _run(
+        "stage", "generate", "connect4", "selfplay", "--params", _params(root, "calm"),
+        "--dask-address", state["scheduler"],
+        cwd=root, env=_env({"PREFECT_API_URL": ""}),
+    )  # fmt: skip
+    assert code == 2
+    assert err.strip().count("\n") == 0 and "gridbots cluster up" in err
+
+
+def test_a_worker_killed_mid_stage_costs_nothing_and_a_late_worker_gets_work(live):
+    root, state_dir, state = live
+    from distributed import Client
+
+    stage = _gridbots(
+        "stage",
+        "generate",
+        "connect4",
+        "selfplay",
+        "--params",
+        _params(root, "killed"),
+        cwd=root,
+        env=_stage_env(state),
+    )
+    victim = next(e for e in state["processes"] if e["name"] == "worker-0")
+    with Client(state["scheduler"], timeout=10, set_as_default=False) as client:
+        address = cluster.scheduler_workers(state["scheduler"])["worker-0"]
+        deadline = time.time() + 240
+        while not client.processing().get(address) and time.time() < deadline:
+            assert stage.poll() is None, stage.stderr.read()
+            time.sleep(0.1)
+        assert client.processing().get(address), "worker-0 never got a shard"
+        os.killpg(victim["pgid"], signal.SIGKILL)  # a machine lost mid-task
+    _out, err = stage.communicate(timeout=300)
+    assert stage.returncode == 0, err
+    manifest = _manifest(root, "selfplay")
+    assert manifest["complete"]
+    assert sorted(manifest["shards"], key=int) == [str(k) for k in range(6)]
+    assert manifest["content_hash"] == _reference(root, "killed")
+    folder = root / "data" / "connect4" / "selfplay"
+    assert not [p for p in folder.rglob("*") if p.name.endswith(".tmp")]  # no half shard
+    for table in ("games", "sequences", "positions"):
+        assert len(list((folder / table).glob("*.parquet"))) == 6
+    report = cluster.status(state_dir)
+    assert {r["name"]: r["alive"] for r in report["processes"]}["worker-0"] is False
+    # a worker that joins late takes its share of the next stage
+    code, _out, err = _run("cluster", "add", "--state-dir", str(state_dir), cwd=root, env=_env())
+    assert code == 0, err
+    late = cluster.read_state(state_dir)["processes"][-1]
+    code, _out, err = _run(
+        "stage",
+        "generate",
+        "connect4",
+        "selfplay",
+        "--params",
+        _params(root, "late"),
+        cwd=root,
+        env=_stage_env(state),
+    )
+    assert code == 0, err
+    shards = _manifest(root, "selfplay")["shards"].values()
+    makers = {int(s["worker"].rpartition(":")[2]) for s in shards}
+    assert late["pgid"] in {_group(pid) for pid in makers}
+
+
+def _group(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:  # the killed worker's
+        return None
+
+
+def test_down_leaves_no_process(live):
+    root, state_dir, state = live
+    groups = [e["pgid"] for e in cluster.read_state(state_dir)["processes"]]
+    code, _out, err = _run("cluster", "down", "--state-dir", str(state_dir), cwd=root, env=_env())
+    assert code == 0, err
+    assert not [g for g in groups if cluster.group_members(g)]
+    assert not cluster.state_path(state_dir).exists()
+    for address in (state["scheduler"], state["mlflow_uri"], state["prefect_api_url"]):
+        port = address.rsplit(":", 1)[1].split("/")[0]
+        assert not cluster.tcp_ok(f"tcp://127.0.0.1:{port}", timeout=1)
