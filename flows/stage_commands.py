@@ -232,8 +232,6 @@ def repro(
 ):
     """`dvc repro` with one Prefect server for all stages, then where to look."""
     _quiet()
-    if not Path(".dvc").is_dir():
-        subprocess.run(["dvc", "init", "-q"], check=True)
     env = dict(os.environ)
     server = None
     if cluster:  # its Prefect and MLflow servers, its scheduler: every stage reads them
@@ -247,7 +245,9 @@ def repro(
                 f"the cluster in {state_dir} is not healthy: gridbots cluster status"
             )
         env.update(client_env(read_state(state_dir)))
-    elif not env.get("PREFECT_API_URL"):
+    if not Path(".dvc").is_dir():
+        subprocess.run(["dvc", "init", "-q"], check=True)
+    if not cluster and not env.get("PREFECT_API_URL"):
         typer.echo("starting a Prefect server for this run …", err=True)
         server, env["PREFECT_API_URL"] = start_prefect_server()
     try:
