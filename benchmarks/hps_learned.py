@@ -43,6 +43,18 @@ def positions_table(root: Path, partial: bool) -> tuple[pa.Table, dict]:
     return pa.concat_tables(parts), {"shards": len(shards), "planned": manifest["planned_shards"]}
 
 
+def whole_games(positions: pa.Table, limit: int) -> pa.Table:
+    """At most `limit` positions, as whole games of a seeded shuffle (held-out splits stay by
+    game): tactics' planes are 45 KB a row, and every position gives two rows."""
+    ids = positions.column("game_id").to_numpy()
+    if len(ids) <= limit:
+        return positions
+    games, counts = np.unique(ids, return_counts=True)
+    order = np.random.default_rng(0).permutation(len(games))
+    keep = games[order[np.cumsum(counts[order]) <= limit]]
+    return positions.filter(pa.array(np.isin(ids, keep)))
+
+
 def evaluation_speed(game, model: Path | None, states: np.ndarray, repeats: int = 3) -> float:
     """Microseconds per position: the network on one batch, or one scripted playout each."""
     best = float("inf")
@@ -71,6 +83,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--partial", action="store_true")
+    parser.add_argument("--max-positions", type=int, default=24_000)  # 2 rows of 45 KB each
     parser.add_argument("--game", default="tactics")
     parser.add_argument("--widths", default="64,256")
     parser.add_argument("--cell-encoder", type=int, default=8)
@@ -91,6 +104,7 @@ def main() -> None:
     game = parse_game_spec(args.game)
     began = time.perf_counter()
     positions, read = positions_table(args.data, args.partial)
+    positions = whole_games(positions, args.max_positions)
     arrays = enc.encoding("value-planes")[1](positions, game)
     states = enc.list_matrix(positions.column("state"), len(positions["state"][0]), np.int64)
     sample = states[np.random.default_rng(0).choice(len(states), 256, replace=False)]
