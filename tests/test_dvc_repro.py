@@ -1,16 +1,24 @@
 """`dvc repro` on a throw-away copy of the repository with a tiny profile.
 
-The real dvc.yaml runs end to end (both games' chains and the report); a second `dvc repro`
-does nothing and says so; changing one parameter marks only the stage that reads it.
+The real dvc.yaml runs end to end (both games' chains and the report), after a first `dvc repro`
+killed with SIGKILL (its whole process group) in the middle of a training stage: the rerun
+resumes at that stage, leaves no temporary folder or RUNNING MLflow run behind, and the
+interrupted stage's model is the one an undisturbed training makes. A further `dvc repro` does
+nothing and says so; changing one parameter marks only the stage that reads it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import shutil
+import signal
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -111,10 +119,52 @@ def dvc(repo, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_repro_runs_the_chain_then_does_nothing_then_only_what_changed(repo):
+def running_runs(root: Path) -> int:
+    """MLflow runs the store still marks RUNNING (0 before the store exists)."""
+    try:
+        uri = f"file:{root / 'mlflow.db'}?mode=ro"
+        with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=5)) as db:
+            return db.execute("SELECT count(*) FROM runs WHERE status = 'RUNNING'").fetchone()[0]
+    except sqlite3.Error:  # not created yet, or its tables not yet
+        return 0
+
+
+def ran(output: str) -> list[str]:
+    return re.findall(r"Running stage '([^']+)'", output)
+
+
+def kill_mid_training(repo) -> tuple[str, set[str]]:
+    """Starts `dvc repro`, SIGKILLs its process group once an MLflow run is in flight; returns
+    the stage it was running and the stages dvc.lock had recorded as done."""
+    root, env = repo
+    log = root.parent / "killed-repro.log"
+    with log.open("w") as out:
+        first = subprocess.Popen([str(BIN / "dvc"), "repro"], cwd=root, env=env, stdout=out,
+                                 stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        deadline = time.time() + 600
+        while not running_runs(root):
+            assert first.poll() is None, log.read_text()[-3000:]
+            assert time.time() < deadline
+            time.sleep(0.05)
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+    lock = root / "dvc.lock"
+    done = set(yaml.safe_load(lock.read_text())["stages"]) if lock.is_file() else set()
+    return ran(log.read_text())[-1], done
+
+
+def test_repro_killed_resumes_then_does_nothing_then_only_what_changed(repo):
     root, _ = repo
+    in_flight, done = kill_mid_training(repo)
+    assert in_flight == "train-connect4@hmm" and in_flight not in done
+    assert {"generate-connect4@randomized", "encode-connect4@qualitative"} <= done
     first = dvc(repo, "repro")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    assert ran(first.stdout)[0] == in_flight and not done & set(ran(first.stdout))  # resumed
+    assert running_runs(root) == 0
+    leftovers = [p for p in root.rglob("*.tmp") if ".dvc" not in p.relative_to(root).parts]
+    assert not leftovers and not any((root / "checkpoints").rglob("*"))
+    assert_trained_like_an_undisturbed_run(root, "connect4", "hmm")
     for game in ("connect4", "lazerbike"):
         verdict = json.loads((root / "validation" / game / "randomized.json").read_text())
         assert verdict["success"]
@@ -152,3 +202,16 @@ def test_repro_runs_the_chain_then_does_nothing_then_only_what_changed(repo):
     status = dvc(repo, "status", "--json")
     changed = set(json.loads(status.stdout))
     assert changed == {"evaluate-lazerbike"}, status.stdout
+
+
+def assert_trained_like_an_undisturbed_run(root: Path, game: str, name: str) -> None:
+    """The stage's model equals the family trained directly on the same encoded data."""
+    from features.encode import load
+    from models import hmm
+
+    settings = yaml.safe_load((root / "params.yaml").read_text())[game]["models"][name]
+    arrays, meta = load(root / "encoded" / game / f"{settings['encoding']}.npz")
+    out = root.parent / f"undisturbed-{game}-{name}"
+    hmm.train(arrays, meta, dict(settings["params"]), out)
+    made = json.loads((root / "trained" / game / name / "model.json").read_text())
+    assert made == json.loads((out / "model.json").read_text())

@@ -19,7 +19,7 @@ from test_tracking import mlflow_sandbox
 from test_value_mlp import Endgames, board_arrays
 
 from agents import make
-from engine import load_game
+from engine import load_game, parse_game_spec
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 pytestmark = pytest.mark.filterwarnings("ignore:.*noload.*")
@@ -73,14 +73,14 @@ def wilson(score: float, n: int, z: float = 1.959964) -> tuple[float, float]:
     return centre - half, centre + half
 
 
-def gate(version: str, games: int, seed: int = 0):
+def gate(version: str, games: int, seed: int = 0, name: str = NAME):
     """Plays the gate; returns the decision and the W/D/L it should report, recounted."""
     from models.registry import promote_if_better
 
     rows = []
-    decision = promote_if_better(NAME, version, games=games, seed=seed, on_game=rows.append)
+    decision = promote_if_better(name, version, games=games, seed=seed, on_game=rows.append)
     assert len(rows) == games and {r["swapped"] for r in rows} == {False, True}
-    assert {r["spec_a"] for r in rows} == {f"registry:{NAME}/{version}"}
+    assert {r["spec_a"] for r in rows} == {f"registry:{name}/{version}"}
     wins = sum(r["score_a"] == 1.0 for r in rows)
     draws = sum(r["score_a"] == 0.5 for r in rows)
     losses = sum(r["score_a"] == 0.0 for r in rows)
@@ -146,6 +146,40 @@ def test_gate_sequence_over_several_trained_versions(registry):
     assert model["versions"][2]["tags"]["promotion.wdl"] == (
         f"{equal.wins}/{equal.draws}/{equal.losses}"
     )
+
+
+#: Pig capped at 2 steps: banking points takes a roll, a die and a hold (3 steps), so no game
+#: can end with unequal banked scores: every game is a draw, whoever plays
+DRAWN_PIG = "pig:target=20,max_steps=2"
+
+
+def test_certain_draws_count_half_in_score_and_interval(registry):
+    """A sequence model (HMM) really trained and registered on capped Pig, where every game is
+    a draw (alpha-beta's value networks do not play chance games yet): the gate's games are all
+    draws, each counted as half a point in the score and in its Wilson interval, so the
+    candidate is not promoted."""
+    from features.encode import qualitative, save
+    from features.generate import parse_params
+    from models.registry import describe, model_name
+    from models.tracking import train
+
+    root, _, _ = registry
+    game = parse_game_spec(DRAWN_PIG)
+    module, params = parse_params(game, "randomized", {"x": 60, "y": 2})
+    tables = module.generate_shard(game, params, 0, 0, 0)
+    returns = np.asarray(tables["games"].column("returns").to_pylist())
+    assert len(returns) == 120 and not returns.any()  # every playout drawn
+    arrays = qualitative(tables["sequences"], game)
+    meta = {"encoding": "qualitative", "game": DRAWN_PIG, "table": "sequences",
+            "options": {}, "rows": len(arrays["game_id"])}  # fmt: skip
+    data = save(arrays, meta, root / "drawn-pig.npz")
+    name = model_name(DRAWN_PIG, "hmm")
+    version = train(data, "hmm", {"outcomes": "draws+wins"}, register=True).version
+    decision = gate(version, games=6, name=name)
+    assert decision.opponent == BASELINE
+    assert (decision.wins, decision.draws, decision.losses) == (0, 6, 0)
+    assert decision.score == 0.5 and (decision.low, decision.high) == pytest.approx(wilson(0.5, 6))
+    assert not decision.promoted and "production" not in describe(name)["aliases"]
 
 
 def test_registered_onnx_matches_its_own_keras_model(registry):

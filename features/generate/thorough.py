@@ -250,7 +250,8 @@ def thorough_shard(start, branch, max_depth, cfg, num_actions, obs_size, max_len
         np.empty(rows, np.float32), np.full((rows, num_actions), np.nan, np.float32),
         np.zeros(rows, np.int16),
     )  # fmt: skip
-    g, n_rows, level, visit = 0, 0, 0, True
+    # np.int64, not literal 0s: numba would compile record_node once more for Literal[int](0)
+    g, n_rows, level, visit = np.int64(0), np.int64(0), np.int64(0), True
     states[0] = start
     while level >= 0:
         s = states[level]
@@ -259,7 +260,7 @@ def thorough_shard(start, branch, max_depth, cfg, num_actions, obs_size, max_len
             player = current_player(s)
             if player != TERMINAL and player != CHANCE and (level > 0 or branch == 0):
                 if record:
-                    pre_nh, pre_ns = 0, 0
+                    pre_nh, pre_ns = np.int64(0), np.int64(0)
                     for lv in range(level):
                         pre_nh, pre_ns = _record(kinds[lv], path[lv, 0], path[lv], num_players,
                                                  neutral, kinds[lv], pre_hist, pre_nh, pre_seq,
