@@ -291,6 +291,10 @@ def _load_weights(model: Any, path: Path) -> None:
         raise ModelError(f"playerzero: cannot warm start from {path}: {error}") from None
 
 
+#: a training of fewer steps runs its step eagerly (same operations, no graph to trace)
+TRACE_STEPS = 64
+
+
 def _fit(keras, model, data, train_rows, test_rows, params, progress) -> dict[str, list[float]]:
     """Minibatch Adam on policy CE + value MSE + L2; held-out metrics at each report point."""
     import tensorflow as tf
@@ -308,7 +312,6 @@ def _fit(keras, model, data, train_rows, test_rows, params, progress) -> dict[st
     optimizer = keras.optimizers.Adam(schedule)
     value_weight = float(params["value_weight"])
 
-    @tf.function(reduce_retracing=True)
     def train_step(x, m, p, z, w):
         with tf.GradientTape() as tape:
             logits, value = model([x, m], training=True)
@@ -319,6 +322,8 @@ def _fit(keras, model, data, train_rows, test_rows, params, progress) -> dict[st
         optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         return loss, policy_loss, value_loss
 
+    if steps >= TRACE_STEPS:  # tracing the graph costs seconds: only a longer run repays it
+        train_step = tf.function(train_step, reduce_retracing=True)
     history: dict[str, list[float]] = {}
     report_every = per_epoch if params["steps"] == 0 else max(1, math.ceil(steps / 4))
     rng = np.random.default_rng(int(params["seed"]))

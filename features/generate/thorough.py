@@ -94,7 +94,7 @@ def _workspace(depth, size, num_players, num_actions):
     buffer for chance draws."""
     return (
         workspace(depth, size, num_players, num_actions),
-        table(TABLE_BITS),
+        table(np.int64(TABLE_BITS)),  # not Literal[int](14): one compiled table()
         memory(depth, num_players, num_actions),
         np.empty(max(num_actions, 64), np.int64),
     )
