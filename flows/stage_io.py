@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -39,6 +40,10 @@ def atomic_dir(final: Path) -> Iterator[Path]:
     """A scratch folder beside `final` that replaces it only when the block succeeds."""
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
+    stale = re.compile(rf"\.{re.escape(final.name)}\.[a-z0-9_]{{8}}\.tmp")  # mkdtemp's names
+    for left in final.parent.iterdir():  # a killed attempt's scratch folder
+        if left.is_dir() and stale.fullmatch(left.name):
+            shutil.rmtree(left, ignore_errors=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
     try:
         yield scratch

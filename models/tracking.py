@@ -286,9 +286,16 @@ def train(
     with tempfile.TemporaryDirectory(prefix="gridbots-train-") as scratch:
         base = Path(out_dir) if out_dir else Path(scratch)
         if not sweep:
-            with mlflow.start_run(experiment_id=exp_id, run_name=f"{game_name}-{family_name}"):
+            if out_dir:  # a run a kill left RUNNING here is closed, then trained again
+                _close_interrupted(mlflow_client, base)
+            run_name = f"{game_name}-{family_name}"
+            with mlflow.start_run(experiment_id=exp_id, run_name=run_name) as single:
                 base.mkdir(parents=True, exist_ok=True)
+                if out_dir:
+                    _save_state(base, {"key": None, "running": {"0": single.info.run_id}})
                 runs.append(_run_one(module, family_name, arrays, meta, configs[0], dataset, base))
+            if out_dir:
+                _save_state(base, {"key": None, "running": {}, "finished": True})
             best = runs[0]
             metric, direction = (
                 objective(module, best.result.metrics, metric)
@@ -414,6 +421,17 @@ def _close_stale(mlflow_client: Any, run_id: str) -> None:
     with contextlib.suppress(MlflowException):  # a deleted run: nothing to close
         if mlflow_client.get_run(run_id).info.status == "RUNNING":
             mlflow_client.set_terminated(run_id, "KILLED")
+
+
+def _close_interrupted(mlflow_client: Any, base: Path) -> None:
+    """The runs an unfinished attempt in `base` recorded as in flight: KILLED."""
+    try:
+        state = json.loads((Path(base) / SWEEP_STATE).read_text())
+    except (OSError, ValueError):
+        return
+    if isinstance(state, dict) and not state.get("finished"):
+        for run_id in dict(state.get("running") or {}).values():
+            _close_stale(mlflow_client, str(run_id))
 
 
 def _choose_best(runs: list[TrainedRun], metric: str, direction: str) -> TrainedRun:

@@ -115,7 +115,7 @@ def repo(tmp_path_factory):
 def dvc(repo, *args: str) -> subprocess.CompletedProcess:
     root, env = repo
     return subprocess.run(
-        [str(BIN / "dvc"), *args], cwd=root, env=env, capture_output=True, text=True, timeout=600
+        [str(BIN / "dvc"), *args], cwd=root, env=env, capture_output=True, text=True, timeout=1200
     )
 
 

@@ -206,6 +206,8 @@ def playerzero_flow(root: Path, params: dict, game_name: str, generations: int |
         loop.write_json(home / "state.json", state)
         for key, value in settings.items():
             mlflow.log_param(run.info.run_id, key, json.dumps(value, default=str)[:500])
+    else:  # the loop continues: its run is RUNNING while a process works on it, no longer
+        mlflow.update_run(state["parent_run_id"], status="RUNNING")
     started = time.time()
     budget = float(settings.get("hours", 0) or 0) * 3600.0  # 0: generations alone decide
     while state["generation"] < target:
@@ -230,6 +232,7 @@ def playerzero_flow(root: Path, params: dict, game_name: str, generations: int |
     curve.write_text(source.read_text() if source.is_file() else "generation\n")
     mlflow.log_artifact(state["parent_run_id"], str(report.with_suffix(".png")), "plots")
     mlflow.log_metric(state["parent_run_id"], "generations", float(state["generation"]))
+    mlflow.set_terminated(state["parent_run_id"], "FINISHED")  # until more generations resume it
     echo(f"{game.name}: {state['generation']} generations, {state['seconds'] / 3600:.2f} h of "
          f"generations ({time.time() - started:.0f} s this run); report {report}")  # fmt: skip
     return {"generation": state["generation"], "best": state["best"], "report": str(report)}

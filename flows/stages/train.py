@@ -35,7 +35,7 @@ def tag_runs(run_ids: list[str], tags: dict[str, str]) -> None:
 @flow(name="train")
 def train_flow(root: Path, params: dict, game: str, name: str) -> dict[str, Any]:
     """A sweep from params.yaml on MLflow; the best run registered; its files kept."""
-    from models.tracking import train
+    from models.tracking import SWEEP_STATE, train
 
     use_tracking(params, root)
     settings = params[game]["models"][name]
@@ -44,8 +44,10 @@ def train_flow(root: Path, params: dict, game: str, name: str) -> dict[str, Any]
     # outside DVC's outputs and kept until the stage succeeds: a killed sweep resumes there at
     # the configuration in flight (models.tracking keeps what each finished one left)
     work = root / "checkpoints" / game / f"train-{name}"
-    if not settings["sweep"]:  # one run: nothing to resume, nothing stale to copy
-        shutil.rmtree(work, ignore_errors=True)
+    if not settings["sweep"]:  # one run: nothing to resume or copy; the record of a run a kill
+        for path in work.glob("*"):  # interrupted stays, so that it is closed (KILLED)
+            if path.name != SWEEP_STATE:
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
     with atomic_dir(root / "trained" / game / name) as scratch:
         outcome = train(
             data,
