@@ -49,7 +49,7 @@ class Suite:
 
 
 # ---- reading lists robustly (a corrupt shard must fail a check, not crash the gate) ---------
-def _ragged(column: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _list_rows(column: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(flat values as float64 or int64, per-row lengths, row index of each value)."""
     values, lengths = list_parts(column)
     return values, lengths, np.repeat(np.arange(len(lengths)), lengths)
@@ -62,7 +62,7 @@ def _rows_all(ok: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
 
 def _padded(column: Any, width: int, fill: float, dtype: Any = np.float64) -> np.ndarray:
     """[n, width] matrix of a list column, cut or padded with `fill`."""
-    values, lengths, rows = _ragged(column)
+    values, lengths, rows = _list_rows(column)
     n = len(lengths)
     out = np.full((n, width), fill, dtype=dtype)
     starts = np.zeros(n, dtype=np.int64)
@@ -128,7 +128,7 @@ def schema_suite(game_name: str, table_name: str, parts: list[tuple[str, pa.Tabl
 
 def _rows_ok(column: Any, width: int | None, value_ok, n: int) -> np.ndarray:
     """Per row: `width` values (any number when None), each passing `value_ok`."""
-    values, lengths, rows = _ragged(column)
+    values, lengths, rows = _list_rows(column)
     ok = _rows_all(value_ok(values), rows, n)
     return ok if width is None else ok & (lengths == width)
 
@@ -159,7 +159,7 @@ def games_suite(game, tables: dict[str, pa.Table], sample: int, seed: int) -> Su
     s.between("length", 0, game.max_game_length, "game lengths within max_game_length")
     finite = _rows_ok(t.column("returns"), players, np.isfinite, n)
     s.derived("returns_ok", finite, f"one finite return per player ({players})")
-    seats = _ragged(t.column("agents"))[1]
+    seats = _list_rows(t.column("agents"))[1]
     s.derived("agents_ok", seats == players, "one agent spec per seat")
     ok = _rows_ok(t.column("history"), None, _action_ok(game, chance=True), n)
     s.derived("history_values_ok", ok, "history entries are action ids or the neutral value")
@@ -213,7 +213,7 @@ def sequences_suite(game, tables: dict[str, pa.Table]) -> Suite:
     s.expect("ExpectColumnValuesToBeInSet", "the game's number of players",
              column="num_players", value_set=[players])  # fmt: skip
     s.between("length", 0, game.max_game_length, "sequence lengths within max_game_length")
-    _, lengths, _ = _ragged(t.column("actions"))
+    _, lengths, _ = _list_rows(t.column("actions"))
     ok = lengths == frame["length"].astype(np.int64) * players
     s.derived("actions_len_ok", ok, "length x num_players actions per row")
     ok = _rows_ok(t.column("actions"), None, _action_ok(game), n)
@@ -256,7 +256,7 @@ def positions_suite(game, tables: dict[str, pa.Table], state_size: int | None, s
     ok = _rows_ok(t.column("features"), size, np.isfinite, n)
     s.derived("features_ok", ok, f"features: {size} finite values")
     scores = _padded(t.column("action_scores"), actions, np.nan, np.float32)
-    ok = _ragged(t.column("action_scores"))[1] == actions
+    ok = _list_rows(t.column("action_scores"))[1] == actions
     ok &= ~(~np.isnan(scores) & (mask == 0)).any(axis=1)
     s.derived("scores_ok", ok, "action_scores: one per action, NaN on illegal actions")
     column = t.column("policy").combine_chunks()
@@ -288,7 +288,7 @@ def _rebuild_checks(game, t: pa.Table, suite: Suite, mask: np.ndarray, state_siz
     """Rebuilds sampled states from `state` with the kernels: legal actions and observation
     must agree with the stored mask and features; board codes must be in range."""
     n, k = t.num_rows, game.kernels
-    _, lengths, _ = _ragged(t.column("state"))
+    _, lengths, _ = _list_rows(t.column("state"))
     size_ok = lengths == (state_size if state_size else lengths[0] if n else 0)
     suite.derived("state_size_ok", size_ok, "every state array has the game's state size")
     mask_ok, features_ok, codes_ok = (np.ones(n, dtype=bool) for _ in range(3))
