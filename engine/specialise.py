@@ -103,6 +103,22 @@ def _called_files(py_func: Callable, seen: set[int] | None = None) -> set[str]:
     return files
 
 
+def _names_used(loop: Generic, seen: set[int] | None = None) -> set[str]:
+    """Every global name `loop` and the generic loops it calls refer to, so that a nested loop
+    is bound only to the extras it uses (thorough's copy of the alpha-beta core, bound without
+    the `observation` it never calls, is then the agents' copy, compiled once)."""
+    seen = set() if seen is None else seen
+    if id(loop) in seen:
+        return set()
+    seen.add(id(loop))
+    names = set(loop.py_func.__code__.co_names)
+    for name in loop.py_func.__code__.co_names:
+        inner = loop.py_func.__globals__.get(name)
+        if isinstance(inner, Generic):
+            names |= _names_used(inner, seen)
+    return names
+
+
 def bind(loop: Generic, kernels: Sequence[Callable], **extra: Callable) -> Callable:
     """The numba-compiled copy of `loop` for one game's kernels (`KernelSet.search()` order).
 
@@ -122,8 +138,10 @@ def bind(loop: Generic, kernels: Sequence[Callable], **extra: Callable) -> Calla
     namespace.update(zip(KERNEL_NAMES, kernels, strict=True))
     namespace.update(extra)
     for name in loop.py_func.__code__.co_names:  # the globals this loop actually uses
-        if isinstance(namespace.get(name), Generic):
-            namespace[name] = bind(namespace[name], kernels, **extra)
+        inner = namespace.get(name)
+        if isinstance(inner, Generic):  # only the extras it reaches: one cached copy per use
+            used = _names_used(inner)
+            namespace[name] = bind(inner, kernels, **{k: v for k, v in extra.items() if k in used})
     code = loop.py_func.__code__
     name = f"{code.co_name}__{tag}"
     copy = types.FunctionType(code, namespace, name, loop.py_func.__defaults__)

@@ -103,7 +103,8 @@ def _workspace(depth, size, num_players, num_actions):
 @generic
 def choose(s, q, cfg, rng, ws):
     """q's searched move at s: the first best move of the shared alpha-beta core to Y plies."""
-    _, move = alphabeta(s, q, cfg[5], 1 << 62, -1, cfg[0], rng, ws[0], ws[1], ws[2])
+    budget, hint = np.int64(1 << 62), np.int64(-1)  # int64, not literals: the agents' copy
+    _, move = alphabeta(s, q, cfg[5], budget, hint, cfg[0], rng, ws[0], ws[1], ws[2])
     return move
 
 
