@@ -66,6 +66,24 @@ def run_stage(root: Path, technique: str, options: dict, seed: int = 0) -> dict:
     }
 
 
+def warm_every_worker(address: str, folder: Path) -> None:
+    """One small shard of each measured technique on every worker first, so that no run pays
+    for a worker's first numba cache load."""
+    from distributed import Client
+
+    from features import store
+
+    tasks = [
+        store.plan(folder / technique, "connect4", technique, options).tasks[0]
+        for technique, options in (
+            ("selfplay", {"x": 1, "shard_size": 1, "agent": "mcts:sims=50"}),
+            ("randomized", {"x": 1, "y": 1, "shard_size": 1}),
+        )
+    ]
+    with Client(address, set_as_default=False) as client:
+        client.run(lambda: [store.run_shard(dict(task)) for task in tasks])
+
+
 def sample_full_profile(work: Path) -> list[dict]:
     """Seconds per unit of `x` (the technique's games or starts) of each full-profile dataset,
     from one small shard run here."""
@@ -129,7 +147,7 @@ def main() -> None:
         os.environ.update(env)  # prefect read its settings at import: they are set below too
         stack.enter_context(temporary_settings({PREFECT_API_URL: env["PREFECT_API_URL"]}))
         selfplay = {"x": args.shards, "shard_size": 1, "agent": f"mcts:sims={args.sims}"}
-        run_stage(work / "warm", "selfplay", {**selfplay, "x": 4, "agent": "mcts:sims=50"})
+        warm_every_worker(env[cluster.DASK_ENV], work / "warm")
         two = run_stage(work / "two", "selfplay", selfplay)
         cluster.stop_worker(state_dir, "worker-1", hard=False)
         deadline = time.time() + 60
@@ -153,6 +171,8 @@ def main() -> None:
                 "two_workers": two,
                 "one_worker": one,
                 "throughput_ratio_2_vs_1": round(speedup, 3),
+                # shard seconds per wall second: how many cores the two workers really had
+                "two_workers_concurrency": round(two["shard_seconds"] / two["wall_s"], 2),
                 "target_ratio": 1.8,
                 "tiny_shards_one_worker": tiny,
                 "overhead_per_task_s": round(overhead, 4),

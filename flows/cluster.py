@@ -223,7 +223,8 @@ def up(
             [sys.executable, "-m", "mlflow", "server", "--host", host, "--port",
              str(mlflow_port), "--workers", "1", "--backend-store-uri",
              state["mlflow_backend"], "--artifacts-destination", state["mlflow_artifacts"]],
-            env, address=state["mlflow_uri"],
+            # no job runners: they serve MLflow's GenAI jobs (seven processes, ~250 MB each)
+            {**env, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}, address=state["mlflow_uri"],
         )  # fmt: skip
         say(f"Dask scheduler  {state['scheduler']}")
         scheduler = _spawn(

@@ -259,11 +259,14 @@ def train(
     echo: Callable[[str], None] | None = None,
     expect_game: str | None = None,
     metric: str | None = None,
+    map_configs: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
 ) -> TrainOutcome:
     """Trains one configuration (or a sweep's grid) on an encoded file, logged to MLflow.
 
     `expect_game` (a game name) guards against training on another game's dataset; `metric`
-    (`NAME[:min|max]`) ranks a sweep instead of the default objective."""
+    (`NAME[:min|max]`) ranks a sweep instead of the default objective. `map_configs` trains a
+    sweep's unfinished configurations elsewhere (a cluster): it gets `train_config` jobs and
+    returns their records in order; without it they train here, one after another."""
     module = family(family_name)
     given = dict(params or {})
     grid = sweep_grid(sweep) if sweep else [{}]
@@ -318,8 +321,25 @@ def train(
                 if state is not None:
                     state["parent"] = parent.info.run_id
                     _save_state(base, state)
+                jobs = [
+                    {"data": str(Path(data).resolve()), "family": family_name,
+                     "params": params_i, "label": _label(config), "experiment_id": exp_id,
+                     "parent": parent.info.run_id, "dir": str(base / f"config-{index:03d}"),
+                     "index": index}
+                    for index, (config, params_i) in enumerate(zip(grid, configs, strict=True))
+                    if not (state and str(index) in state["done"])
+                ] if map_configs else []  # fmt: skip
+                records = map_configs(jobs) if jobs else []
+                remote = dict(zip([j["index"] for j in jobs], records, strict=True))
+                for index, record in remote.items():
+                    if state is not None:  # kept should the flow be killed after this
+                        state["done"][str(index)] = record
+                        _save_state(base, state)
                 for index, (config, params_i) in enumerate(zip(grid, configs, strict=True)):
                     key = str(index)
+                    if map_configs:  # trained elsewhere, now or before a kill
+                        runs.append(_restore(remote.get(index) or state["done"][key]))
+                        continue
                     if state and key in state["done"]:  # finished before a kill: not again
                         say(f"[{index + 1}/{len(grid)}] {_label(config)}: done before")
                         runs.append(_restore(state["done"][key]))
@@ -366,6 +386,35 @@ def train(
 
         outcome.version = register_run(best, mlflow_client)
     return outcome
+
+
+def train_config(job: dict[str, Any]) -> dict[str, Any]:
+    """One sweep configuration as a nested run of `job["parent"]`, in any process that reaches
+    the tracking server and `job["data"]` (a cluster worker); its record for `_restore`. An
+    attempt killed before (its run id in the folder's attempt.json) is closed as KILLED first,
+    so a retry on another worker leaves no run RUNNING."""
+    import mlflow
+
+    module = family(job["family"])
+    arrays, meta, dataset = load_dataset(Path(job["data"]), module, job["family"])
+    folder, mlflow_client = Path(job["dir"]), client()
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        _close_stale(mlflow_client, json.loads((folder / "attempt.json").read_text())["run_id"])
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    import socket
+
+    where = {"gridbots.worker": f"{socket.gethostname()}:{os.getpid()}"}  # which machine
+    with mlflow.start_run(
+        experiment_id=job["experiment_id"],
+        run_name=job["label"],
+        parent_run_id=job["parent"],
+        tags=where,
+    ) as run:
+        (folder / "attempt.json").write_text(json.dumps({"run_id": run.info.run_id}))
+        mlflow.set_tag("gridbots.sweep_config", job["label"])
+        trained = _run_one(module, job["family"], arrays, meta, job["params"], dataset, folder)
+    return _record(trained)
 
 
 # ---- a killed sweep resumes: finished configurations are kept, the one in flight reruns ------

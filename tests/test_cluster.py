@@ -220,6 +220,71 @@ def _group(pid: int) -> int | None:
         return None
 
 
+ALPHAS = [0.5, 1.0, 1.5, 2.0, 2.5, 3.0]  # six HMM configurations
+
+
+def _sweep_params(root: Path) -> str:
+    params = {
+        "games": ["connect4"],
+        "mlflow": {"tracking_uri": "sqlite:///unused.db"},  # the cluster's server wins
+        "connect4": {
+            "spec": "connect4",
+            "models": {
+                "hmm": {"family": "hmm", "encoding": "qualitative", "params": {},
+                        "sweep": {"alpha": ALPHAS}},
+            },
+        },
+    }  # fmt: skip
+    path = root / "params-sweep.yaml"
+    path.write_text(json.dumps(params))
+    return str(path)
+
+
+def test_a_sweep_is_cluster_tasks_and_a_worker_killed_mid_run_leaves_no_run_running(live):
+    root, _state_dir, state = live
+    from mlflow import MlflowClient
+
+    from flows.cli import main
+
+    battle, encoded = root / "battle", root / "encoded/connect4/qualitative.npz"
+    assert main(["generate", "connect4", "battle", "--out", str(battle), "--games", "30",
+                 "--agents", "random:guards=win+block,random", "--seed", "3"]) == 0  # fmt: skip
+    assert main(["encode", str(battle), "--encoding", "qualitative", "--out", str(encoded)]) == 0
+    stage = _gridbots(
+        "stage", "train", "connect4", "hmm", "--params", _sweep_params(root),
+        cwd=root, env=_stage_env(state),
+    )  # fmt: skip
+    client = MlflowClient(state["mlflow_uri"])
+    victim = None
+    deadline = time.time() + 300
+    while victim is None and time.time() < deadline:
+        assert stage.poll() is None, stage.stderr.read()
+        experiment = client.get_experiment_by_name("connect4")
+        running = experiment and client.search_runs(
+            [experiment.experiment_id],
+            "attributes.status = 'RUNNING' and tags.`gridbots.worker` LIKE '%'",
+        )
+        for run in running or []:
+            pid = int(run.data.tags["gridbots.worker"].rpartition(":")[2])
+            if _group(pid) is not None:
+                os.killpg(_group(pid), signal.SIGKILL)  # its worker, mid-run
+                victim = run.info.run_id
+                break
+        time.sleep(0.05)
+    assert victim, "no configuration was seen running"
+    _out, err = stage.communicate(timeout=300)
+    assert stage.returncode == 0, err
+    runs = client.search_runs([client.get_experiment_by_name("connect4").experiment_id])
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    finished = [r for r in children if r.info.status == "FINISHED"]
+    assert sorted(float(r.data.params["alpha"]) for r in finished) == ALPHAS  # each once
+    assert not [r for r in runs if r.info.status == "RUNNING"]
+    assert client.get_run(victim).info.status == "KILLED"  # closed by the retry
+    assert len({r.data.tags["mlflow.parentRunId"] for r in children}) == 1
+    run_json = json.loads((root / "trained/connect4/hmm/run.json").read_text())
+    assert run_json["configurations"] == len(ALPHAS)
+
+
 def test_down_leaves_no_process(live):
     root, state_dir, state = live
     groups = [e["pgid"] for e in cluster.read_state(state_dir)["processes"]]

@@ -10,7 +10,15 @@ from typing import Any
 from prefect import flow, task
 
 from flows.params import stage_label
-from flows.stage_io import RETRIES, atomic_dir, lineage, use_tracking, write_json
+from flows.stage_io import (
+    DASK_ENV,
+    RETRIES,
+    atomic_dir,
+    lineage,
+    task_runner,
+    use_tracking,
+    write_json,
+)
 
 
 def sweep_items(sweep: dict[str, Any]) -> list[str]:
@@ -32,8 +40,32 @@ def tag_runs(run_ids: list[str], tags: dict[str, str]) -> None:
             mlflow_client.set_tag(run_id, key, value)
 
 
+@task(**RETRIES)
+def train_configuration(job: dict[str, Any]) -> dict[str, Any]:
+    """One sweep configuration, a nested MLflow run, on whichever worker is free."""
+    from models.tracking import train_config
+
+    return train_config(job)
+
+
+def _on_cluster(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    futures = [train_configuration.submit(job) for job in jobs]
+    return [future.result() for future in futures]
+
+
+def train_flow(root: Path, params: dict, game: str, name: str, dask: str | None = None):
+    """The train stage; with a Dask address (argument, $GRIDBOTS_DASK_ADDRESS or params
+    dask.address) the sweep's configurations are cluster tasks, else they train one after
+    another here (each training already uses both cores)."""
+    address = dask or os.environ.get(DASK_ENV) or params.get("dask", {}).get("address") or ""
+    if not address:
+        return _train(root, params, game, name)
+    runner = task_runner(params, address)
+    return _train.with_options(task_runner=runner)(root, params, game, name, on_cluster=True)
+
+
 @flow(name="train")
-def train_flow(root: Path, params: dict, game: str, name: str) -> dict[str, Any]:
+def _train(root: Path, params: dict, game: str, name: str, on_cluster: bool = False) -> dict:
     """A sweep from params.yaml on MLflow; the best run registered; its files kept."""
     from models.tracking import SWEEP_STATE, train
 
@@ -58,6 +90,7 @@ def train_flow(root: Path, params: dict, game: str, name: str) -> dict[str, Any]
             register=True,
             out_dir=work,
             expect_game=game,
+            map_configs=_on_cluster if on_cluster else None,
         )
         best = outcome.best
         artifact = Path(best.result.artifact)
