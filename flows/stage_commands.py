@@ -86,11 +86,12 @@ def encode(game: GAME, name: str, params: PARAMS = DEFAULT_PARAMS):
 
 
 @stage_app.command("train")
-def train(game: GAME, name: str, params: PARAMS = DEFAULT_PARAMS):
-    """trained/GAME/NAME: a sweep on MLflow, the best run registered."""
+def train(game: GAME, name: str, params: PARAMS = DEFAULT_PARAMS, dask: DASK = None):
+    """trained/GAME/NAME: a sweep on MLflow (its configurations on a Dask cluster when given
+    one), the best run registered."""
     from flows.stages.train import train_flow
 
-    result = train_flow(ROOT, _load("train", game, name, params), game, name)
+    result = train_flow(ROOT, _load("train", game, name, params), game, name, dask)
     typer.echo(
         f"trained/{game}/{name}: run {result['run_id']}, version {result['version']}, "
         f"{result['configurations']} configuration(s)"
