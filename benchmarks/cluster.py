@@ -84,6 +84,22 @@ def warm_every_worker(address: str, folder: Path) -> None:
         client.run(lambda: [store.run_shard(dict(task)) for task in tasks])
 
 
+def cpu_by_process(state_dir: Path) -> dict[str, float]:
+    """CPU seconds so far of each cluster process group, and of this (the flow's) process."""
+    import psutil
+
+    totals = {"flow (this process)": sum(psutil.Process().cpu_times()[:2])}
+    for entry in cluster.read_state(state_dir)["processes"]:
+        seconds = 0.0
+        for pid in cluster.group_members(entry["pgid"]):
+            try:
+                seconds += sum(psutil.Process(pid).cpu_times()[:2])
+            except psutil.NoSuchProcess:
+                continue
+        totals[entry["name"]] = seconds
+    return totals
+
+
 def sample_full_profile(work: Path) -> list[dict]:
     """Seconds per unit of `x` (the technique's games or starts) of each full-profile dataset,
     from one small shard run here."""
@@ -148,7 +164,12 @@ def main() -> None:
         stack.enter_context(temporary_settings({PREFECT_API_URL: env["PREFECT_API_URL"]}))
         selfplay = {"x": args.shards, "shard_size": 1, "agent": f"mcts:sims={args.sims}"}
         warm_every_worker(env[cluster.DASK_ENV], work / "warm")
+        before_two = cpu_by_process(state_dir)
         two = run_stage(work / "two", "selfplay", selfplay)
+        after_two = cpu_by_process(state_dir)
+        two["cpu_s_by_process"] = {
+            name: round(after_two[name] - before_two.get(name, 0.0), 2) for name in after_two
+        }
         cluster.stop_worker(state_dir, "worker-1", hard=False)
         deadline = time.time() + 60
         while len(cluster.scheduler_workers(cluster.read_state(state_dir)["scheduler"])) > 1:
