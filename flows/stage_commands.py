@@ -9,6 +9,7 @@ Without PREFECT_API_URL Prefect starts a temporary server per command (about 10 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -208,12 +209,13 @@ def start_prefect_server(port: int | None = None) -> tuple[subprocess.Popen, str
          "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own group: its uvicorn child stops with it
     )  # fmt: skip
     api = f"http://127.0.0.1:{port}/api"
     # Prefect's own setting for how long a server may take to start (busy machines: raise it)
     patience = float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS") or 90)
     if not _wait_http(f"{api}/health", patience, process):
-        process.terminate()
+        _stop_servers([process], grace=10.0)
         raise typer.Exit(1)
     return process, api
 
@@ -255,8 +257,7 @@ def repro(
         code = subprocess.run(["dvc", "repro", *(["--force"] if force else [])], env=env).returncode
     finally:
         if server is not None:
-            server.terminate()
-            server.wait(timeout=30)
+            _stop_servers([server], grace=30.0)
     if code:
         raise typer.Exit(code)
     where(params)
@@ -304,6 +305,9 @@ def ui(
          "--host", "127.0.0.1", "--port", str(mlflow_port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own group: its server processes stop with it
+        # no GenAI job runners (seven processes, ~250 MB each; flows/cluster.py does the same)
+        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
     )  # fmt: skip
     typer.echo(f"Prefect UI: http://127.0.0.1:{prefect_port}  (API {api})")
     typer.echo(f"MLflow UI:  http://127.0.0.1:{mlflow_port}  (store {uri})")
@@ -314,14 +318,31 @@ def ui(
     except KeyboardInterrupt:
         pass
     finally:
-        for process in (prefect, mlflow):
-            process.terminate()
-        for process in (prefect, mlflow):
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        _stop_servers([prefect, mlflow], grace=20.0)
+
+
+def _stop_servers(processes: list[subprocess.Popen], grace: float) -> None:
+    """SIGTERM to each server's process group, SIGKILL to what is left once `grace` seconds
+    (shared, not per server) have passed: Ctrl-C returns promptly on a busy machine too."""
+    for process in processes:
+        _signal_group(process, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for process in processes:
+        try:
+            process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _signal_group(process, signal.SIGKILL)
+            process.wait()
+
+
+def _signal_group(process: subprocess.Popen, which: int) -> None:
+    try:
+        if os.getpgid(process.pid) == process.pid:  # a group of its own: its children too
+            os.killpg(process.pid, which)
+        else:
+            process.send_signal(which)
+    except ProcessLookupError:
+        pass
 
 
 def _tracking_uri(params: Path) -> str:

@@ -83,3 +83,6 @@ def test_make_ui_serves_prefect_and_mlflow_on_localhost(tmp_path):
             ui.kill()
             ui.wait()
     assert ui.returncode == 0, ui.stderr.read()
+    for port in (prefect, mlflow):  # both servers (and their server children) are gone
+        with socket.socket() as probe:
+            assert probe.connect_ex(("127.0.0.1", port)) != 0, f"port {port} still answers"
