@@ -184,8 +184,10 @@ def up(
     data_root: Path | None = None,
     timeout: float = 120.0,
     say=lambda _text: None,
+    nanny: bool = True,
 ) -> dict[str, Any]:
-    """Starts the servers, the scheduler and `workers` workers; the recorded state."""
+    """Starts the servers, the scheduler and `workers` workers; the recorded state. With
+    `nanny` each worker runs under a Dask nanny that restarts it should it die alone."""
     state_dir = Path(state_dir).resolve()
     if state_path(state_dir).is_file():
         running = [p for p in read_state(state_dir)["processes"] if alive(p)]
@@ -199,6 +201,7 @@ def up(
         "data_root": str(Path(data_root or Path.cwd()).resolve()),
         "code_root": str(code_root),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "nanny": nanny,
         "processes": [],
     }
     prefect_port, mlflow_port, dask_port = (free_port(host) for _ in range(3))
@@ -273,7 +276,8 @@ def add_workers(state_dir: Path, count: int, timeout: float = 120.0, say=lambda 
                 [sys.executable, "-m", "distributed.cli.dask_worker", state["scheduler"],
                  "--name", name, "--nthreads", "1", "--nworkers", "1", "--no-dashboard",
                  "--host", state["host"], "--local-directory",
-                 str(Path(state["state_dir"]) / "dask" / name)],
+                 str(Path(state["state_dir"]) / "dask" / name),
+                 "--nanny" if state.get("nanny", True) else "--no-nanny"],
                 worker_env(state),
             )
         )  # fmt: skip

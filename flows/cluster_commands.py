@@ -35,6 +35,9 @@ def up(
     data_root: Annotated[
         Path | None, typer.Option(help="The project folder workers run in (default: here).")
     ] = None,
+    nanny: Annotated[
+        bool, typer.Option(help="Each worker under a Dask nanny that restarts it if it dies.")
+    ] = True,
 ):
     """Starts a Prefect server, an MLflow server, a Dask scheduler and N workers."""
     from flows import cluster
@@ -46,6 +49,7 @@ def up(
         mlflow_backend=mlflow_backend,
         mlflow_artifacts=mlflow_artifacts,
         data_root=data_root,
+        nanny=nanny,
         say=lambda text: typer.echo(f"starting {text}", err=True),
     )
     typer.echo(f"cluster up ({state['state_dir']}):")

@@ -83,7 +83,7 @@ def live(tmp_path_factory):
     state_dir = root / ".cluster"
     code, _out, err = _run(
         "cluster", "up", "--workers", "2", "--state-dir", str(state_dir), "--data-root",
-        str(root), cwd=root, env=_env(), timeout=400,
+        str(root), "--no-nanny", cwd=root, env=_env(), timeout=400,
     )  # fmt: skip
     try:
         assert code == 0, err
