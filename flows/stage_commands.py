@@ -298,6 +298,10 @@ def ui(
 ):
     """Starts the Prefect server and the MLflow UI on 127.0.0.1; Ctrl-C stops both."""
     _quiet()
+    # Ctrl-C and `kill` stop both servers, even when started where SIGINT is ignored (a
+    # background job of a script, a test runner's worker): Python then leaves it ignored
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     uri = os.environ.get("MLFLOW_TRACKING_URI") or _tracking_uri(params)
     prefect, api = start_prefect_server(prefect_port)
     mlflow = subprocess.Popen(

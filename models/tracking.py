@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from models.base import ARTIFACT_KINDS, ModelError, TrainingResult, family
+from models.sweep_state import close_interrupted, close_stale, save_state, sweep_state
 from models.training_inputs import (  # noqa: F401 (re-exported: callers import them from here)
     OBJECTIVES,
     coerce,
@@ -290,15 +291,15 @@ def train(
         base = Path(out_dir) if out_dir else Path(scratch)
         if not sweep:
             if out_dir:  # a run a kill left RUNNING here is closed, then trained again
-                _close_interrupted(mlflow_client, base)
+                close_interrupted(mlflow_client, base)
             run_name = f"{game_name}-{family_name}"
             with mlflow.start_run(experiment_id=exp_id, run_name=run_name) as single:
                 base.mkdir(parents=True, exist_ok=True)
                 if out_dir:
-                    _save_state(base, {"key": None, "running": {"0": single.info.run_id}})
+                    save_state(base, {"key": None, "running": {"0": single.info.run_id}})
                 runs.append(_run_one(module, family_name, arrays, meta, configs[0], dataset, base))
             if out_dir:
-                _save_state(base, {"key": None, "running": {}, "finished": True})
+                save_state(base, {"key": None, "running": {}, "finished": True})
             best = runs[0]
             metric, direction = (
                 objective(module, best.result.metrics, metric)
@@ -309,7 +310,7 @@ def train(
             outcome = TrainOutcome(exp_id, runs, best, metric, direction)
         else:
             name = f"{game_name}-{family_name}-sweep"
-            state = _sweep_state(base, family_name, dataset, configs) if out_dir else None
+            state = sweep_state(base, family_name, dataset, configs) if out_dir else None
             resumed = state["parent"] if state else None
             start = {"run_id": resumed} if resumed else {"experiment_id": exp_id, "run_name": name}
             with mlflow.start_run(**start) as parent:
@@ -320,7 +321,7 @@ def train(
                     )
                 if state is not None:
                     state["parent"] = parent.info.run_id
-                    _save_state(base, state)
+                    save_state(base, state)
                 jobs = [
                     {"data": str(Path(data).resolve()), "family": family_name,
                      "params": params_i, "label": _label(config), "experiment_id": exp_id,
@@ -334,7 +335,7 @@ def train(
                 for index, record in remote.items():
                     if state is not None:  # kept should the flow be killed after this
                         state["done"][str(index)] = record
-                        _save_state(base, state)
+                        save_state(base, state)
                 for index, (config, params_i) in enumerate(zip(grid, configs, strict=True)):
                     key = str(index)
                     if map_configs:  # trained elsewhere, now or before a kill
@@ -345,7 +346,7 @@ def train(
                         runs.append(_restore(state["done"][key]))
                         continue
                     if state and key in state["running"]:  # in flight at the kill
-                        _close_stale(mlflow_client, state["running"][key])
+                        close_stale(mlflow_client, state["running"][key])
                     say(f"[{index + 1}/{len(grid)}] {_label(config)}")
                     child_dir = base / f"config-{index:03d}"
                     shutil.rmtree(child_dir, ignore_errors=True)  # a killed attempt's files
@@ -355,7 +356,7 @@ def train(
                     ) as child:
                         if state is not None:
                             state["running"][key] = child.info.run_id
-                            _save_state(base, state)
+                            save_state(base, state)
                         mlflow.set_tag("gridbots.sweep_config", _label(config))
                         runs.append(
                             _run_one(
@@ -364,7 +365,7 @@ def train(
                         )
                     if state is not None:
                         state["done"][key] = _record(runs[-1])
-                        _save_state(base, state)
+                        save_state(base, state)
                 metric, direction = objective(module, runs[0].result.metrics, metric)
                 best = _choose_best(runs, metric, direction)
                 mlflow.set_tags(
@@ -380,7 +381,7 @@ def train(
                     mlflow.log_metric(f"best.{metric}", best.objective)
             outcome = TrainOutcome(exp_id, runs, best, metric, direction, parent.info.run_id)
             if state is not None:
-                _save_state(base, {**state, "finished": True})
+                save_state(base, {**state, "finished": True})
     if register:
         from models.registry import register_run
 
@@ -399,7 +400,7 @@ def train_config(job: dict[str, Any]) -> dict[str, Any]:
     arrays, meta, dataset = load_dataset(Path(job["data"]), module, job["family"])
     folder, mlflow_client = Path(job["dir"]), client()
     with contextlib.suppress(OSError, ValueError, KeyError):
-        _close_stale(mlflow_client, json.loads((folder / "attempt.json").read_text())["run_id"])
+        close_stale(mlflow_client, json.loads((folder / "attempt.json").read_text())["run_id"])
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     import socket
@@ -417,34 +418,7 @@ def train_config(job: dict[str, Any]) -> dict[str, Any]:
     return _record(trained)
 
 
-# ---- a killed sweep resumes: finished configurations are kept, the one in flight reruns ------
-SWEEP_STATE = "sweep-state.json"
-
-
-def _sweep_state(base: Path, family_name: str, dataset: dict, configs: list) -> dict[str, Any]:
-    """What a sweep killed in `base` (same family, dataset hash and grid) finished, else a
-    fresh state; a finished sweep starts afresh."""
-    import hashlib
-
-    identity = json.dumps([family_name, dataset, configs], sort_keys=True, default=str)
-    key = hashlib.sha256(identity.encode()).hexdigest()
-    try:
-        state = json.loads((Path(base) / SWEEP_STATE).read_text())
-    except (OSError, ValueError):
-        state = {}
-    if not isinstance(state, dict) or state.get("key") != key or state.get("finished"):
-        state = {"key": key, "parent": None, "running": {}, "done": {}}
-    return state
-
-
-def _save_state(base: Path, state: dict[str, Any]) -> None:
-    path = Path(base) / SWEEP_STATE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_text(json.dumps(state, default=str))
-    os.replace(temp, path)
-
-
+# ---- a killed sweep resumes (models/sweep_state.py keeps its record) ------------------------
 def _record(run: TrainedRun) -> dict[str, Any]:
     r = run.result
     result = {**r.__dict__, "artifact": str(r.artifact),
@@ -461,26 +435,6 @@ def _restore(saved: dict[str, Any]) -> TrainedRun:
     )
     fields = {k: v for k, v in saved.items() if k != "result"}
     return TrainedRun(result=TrainingResult(**r), **fields)
-
-
-def _close_stale(mlflow_client: Any, run_id: str) -> None:
-    """The run a kill interrupted: KILLED, unless the interrupted process closed it itself."""
-    from mlflow.exceptions import MlflowException
-
-    with contextlib.suppress(MlflowException):  # a deleted run: nothing to close
-        if mlflow_client.get_run(run_id).info.status == "RUNNING":
-            mlflow_client.set_terminated(run_id, "KILLED")
-
-
-def _close_interrupted(mlflow_client: Any, base: Path) -> None:
-    """The runs an unfinished attempt in `base` recorded as in flight: KILLED."""
-    try:
-        state = json.loads((Path(base) / SWEEP_STATE).read_text())
-    except (OSError, ValueError):
-        return
-    if isinstance(state, dict) and not state.get("finished"):
-        for run_id in dict(state.get("running") or {}).values():
-            _close_stale(mlflow_client, str(run_id))
 
 
 def _choose_best(runs: list[TrainedRun], metric: str, direction: str) -> TrainedRun:

@@ -63,11 +63,12 @@ def test_make_ui_serves_prefect_and_mlflow_on_localhost(tmp_path):
     prefect, mlflow = _free_port(), _free_port()
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
     env.pop("PREFECT_API_URL", None)
+    log = (tmp_path / "ui.stderr").open("w")  # a file, not a pipe nobody reads until the end
     ui = subprocess.Popen(
         [sys.executable, "-m", "flows.cli", "ui", "--prefect-port", str(prefect),
          "--mlflow-port", str(mlflow)],
         cwd=tmp_path, env={**env, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
+        stderr=log, text=True,
     )  # fmt: skip
     try:
         lines = [ui.stdout.readline() for _ in range(3)]  # printed once Prefect is healthy
@@ -82,7 +83,8 @@ def test_make_ui_serves_prefect_and_mlflow_on_localhost(tmp_path):
         except subprocess.TimeoutExpired:
             ui.kill()
             ui.wait()
-    assert ui.returncode == 0, ui.stderr.read()
+    log.close()
+    assert ui.returncode == 0, (tmp_path / "ui.stderr").read_text()[-3000:]
     for port in (prefect, mlflow):  # both servers (and their server children) are gone
         with socket.socket() as probe:
             assert probe.connect_ex(("127.0.0.1", port)) != 0, f"port {port} still answers"

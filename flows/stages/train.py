@@ -67,7 +67,8 @@ def train_flow(root: Path, params: dict, game: str, name: str, dask: str | None 
 @flow(name="train")
 def _train(root: Path, params: dict, game: str, name: str, on_cluster: bool = False) -> dict:
     """A sweep from params.yaml on MLflow; the best run registered; its files kept."""
-    from models.tracking import SWEEP_STATE, train
+    from models.sweep_state import SWEEP_STATE
+    from models.tracking import train
 
     use_tracking(params, root)
     settings = params[game]["models"][name]

@@ -1,0 +1,57 @@
+"""A sweep's record in its work folder (`sweep-state.json`): which configurations finished and
+which MLflow runs were in flight, so a killed sweep resumes at the configuration it was training
+and the runs a kill interrupted are closed KILLED rather than left RUNNING."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+SWEEP_STATE = "sweep-state.json"
+
+
+def sweep_state(base: Path, family_name: str, dataset: dict, configs: list) -> dict[str, Any]:
+    """What a sweep killed in `base` (same family, dataset hash and grid) finished, else a
+    fresh state; a finished sweep starts afresh."""
+    import hashlib
+
+    identity = json.dumps([family_name, dataset, configs], sort_keys=True, default=str)
+    key = hashlib.sha256(identity.encode()).hexdigest()
+    try:
+        state = json.loads((Path(base) / SWEEP_STATE).read_text())
+    except (OSError, ValueError):
+        state = {}
+    if not isinstance(state, dict) or state.get("key") != key or state.get("finished"):
+        state = {"key": key, "parent": None, "running": {}, "done": {}}
+    return state
+
+
+def save_state(base: Path, state: dict[str, Any]) -> None:
+    path = Path(base) / SWEEP_STATE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_text(json.dumps(state, default=str))
+    os.replace(temp, path)
+
+
+def close_stale(mlflow_client: Any, run_id: str) -> None:
+    """The run a kill interrupted: KILLED, unless the interrupted process closed it itself."""
+    from mlflow.exceptions import MlflowException
+
+    with contextlib.suppress(MlflowException):  # a deleted run: nothing to close
+        if mlflow_client.get_run(run_id).info.status == "RUNNING":
+            mlflow_client.set_terminated(run_id, "KILLED")
+
+
+def close_interrupted(mlflow_client: Any, base: Path) -> None:
+    """The runs an unfinished attempt in `base` recorded as in flight: KILLED."""
+    try:
+        state = json.loads((Path(base) / SWEEP_STATE).read_text())
+    except (OSError, ValueError):
+        return
+    if isinstance(state, dict) and not state.get("finished"):
+        for run_id in dict(state.get("running") or {}).values():
+            close_stale(mlflow_client, str(run_id))
