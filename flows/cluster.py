@@ -303,8 +303,12 @@ def scheduler_workers(address: str) -> dict[str, str]:
 
 # ---- stopping and looking ----------------------------------------------------------------------
 def _stop_groups(entries: list[dict[str, Any]], grace: float) -> None:
-    """SIGTERM to each live group, SIGKILL to what is left after `grace` seconds."""
-    groups = [e["pgid"] for e in entries if alive(e) or group_members(e["pgid"])]
+    stop_groups([e["pgid"] for e in entries if alive(e) or group_members(e["pgid"])], grace)
+
+
+def stop_groups(groups: list[int], grace: float) -> None:
+    """SIGTERM to each process group, SIGKILL to what is left after `grace` seconds (shared by
+    all the groups); returns once none has a live member (zombies aside) or 10 s later."""
     for pgid in groups:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, signal.SIGTERM)

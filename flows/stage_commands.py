@@ -326,27 +326,13 @@ def ui(
 
 
 def _stop_servers(processes: list[subprocess.Popen], grace: float) -> None:
-    """SIGTERM to each server's process group, SIGKILL to what is left once `grace` seconds
-    (shared, not per server) have passed: Ctrl-C returns promptly on a busy machine too."""
-    for process in processes:
-        _signal_group(process, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    for process in processes:
-        try:
-            process.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            _signal_group(process, signal.SIGKILL)
-            process.wait()
+    """Each server was started in a process group of its own: the cluster's stop_groups ends
+    the groups (children too) within one shared grace period, then the servers are reaped."""
+    from flows.cluster import stop_groups
 
-
-def _signal_group(process: subprocess.Popen, which: int) -> None:
-    try:
-        if os.getpgid(process.pid) == process.pid:  # a group of its own: its children too
-            os.killpg(process.pid, which)
-        else:
-            process.send_signal(which)
-    except ProcessLookupError:
-        pass
+    stop_groups([process.pid for process in processes], grace)
+    for process in processes:
+        process.wait()
 
 
 def _tracking_uri(params: Path) -> str:

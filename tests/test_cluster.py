@@ -110,22 +110,22 @@ def _task_runs(api: str, name: str) -> list[dict]:
         return json.loads(answer.read())
 
 
+def _generate(root: Path, profile: str, state: dict, wait: bool = True):
+    """`gridbots stage generate connect4 selfplay` with a profile's params, on the cluster:
+    (code, stdout, stderr) when `wait`, else the running process."""
+    args = ("stage", "generate", "connect4", "selfplay", "--params", _params(root, profile))
+    if not wait:
+        return _gridbots(*args, cwd=root, env=_stage_env(state))
+    return _run(*args, cwd=root, env=_stage_env(state))
+
+
 def _manifest(root: Path, name: str) -> dict:
     return json.loads((root / "data" / "connect4" / name / "manifest.json").read_text())
 
 
 def test_generation_on_the_cluster_matches_one_process(live):
     root, _state_dir, state = live
-    code, _out, err = _run(
-        "stage",
-        "generate",
-        "connect4",
-        "selfplay",
-        "--params",
-        _params(root, "calm"),
-        cwd=root,
-        env=_stage_env(state),
-    )
+    code, _out, err = _generate(root, "calm", state)
     assert code == 0, err
     manifest = _manifest(root, "selfplay")
     assert manifest["content_hash"] == _reference(root, "calm")
@@ -162,16 +162,7 @@ def test_a_worker_killed_mid_stage_costs_nothing_and_a_late_worker_gets_work(liv
     root, state_dir, state = live
     from distributed import Client
 
-    stage = _gridbots(
-        "stage",
-        "generate",
-        "connect4",
-        "selfplay",
-        "--params",
-        _params(root, "killed"),
-        cwd=root,
-        env=_stage_env(state),
-    )
+    stage = _generate(root, "killed", state, wait=False)
     victim = next(e for e in state["processes"] if e["name"] == "worker-0")
     with Client(state["scheduler"], timeout=10, set_as_default=False) as client:
         address = cluster.scheduler_workers(state["scheduler"])["worker-0"]
@@ -197,16 +188,7 @@ def test_a_worker_killed_mid_stage_costs_nothing_and_a_late_worker_gets_work(liv
     code, _out, err = _run("cluster", "add", "--state-dir", str(state_dir), cwd=root, env=_env())
     assert code == 0, err
     late = cluster.read_state(state_dir)["processes"][-1]
-    code, _out, err = _run(
-        "stage",
-        "generate",
-        "connect4",
-        "selfplay",
-        "--params",
-        _params(root, "late"),
-        cwd=root,
-        env=_stage_env(state),
-    )
+    code, _out, err = _generate(root, "late", state)
     assert code == 0, err
     shards = _manifest(root, "selfplay")["shards"].values()
     makers = {int(s["worker"].rpartition(":")[2]) for s in shards}
