@@ -33,6 +33,7 @@ def tiny_profile() -> dict:
     """Both chains at their smallest: one dataset, one encoding, one model (HMM) per game."""
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     params["promote"]["games"] = 4
+    params["workers"] = 1  # in process: a pool would start and compile per worker on 2 busy cores
     for game, options in (
         ("connect4", {"x": 12, "y": 2, "shard_size": 12}),
         ("lazerbike", {"x": 10, "y": 2, "shard_size": 10}),
