@@ -19,7 +19,7 @@ import numpy as np
 
 from agents.base import Agent, AgentError, builder, option
 from agents.td_mlp import MLP
-from agents.td_net import SELECTIONS, Workspace, bound, supports, td_turn
+from agents.td_net import SELECTIONS, Workspace, bound, supports, td_move
 from agents.td_ntuple import NTuple
 from engine.bits import new_rng
 from engine.protocol import Game, State
@@ -94,7 +94,7 @@ class TDPlayer:
         self.rule = SELECTIONS[select]
         self.epsilon = float(epsilon)
         self.temperature = float(temperature)
-        self._turn = bound(game, td_turn, network)
+        self._turn = bound(game, td_move, network)
         self._net = network.arrays()
         self._work = Workspace(game).arrays
         self._rng = new_rng(seed)
@@ -107,10 +107,6 @@ class TDPlayer:
                 self.rule,
                 self.epsilon,
                 self.temperature,
-                False,
-                False,
-                0.0,
-                -1,
                 self._rng,
                 *self._work,
             )

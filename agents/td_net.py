@@ -135,14 +135,38 @@ def successor_values(s, mover, net, x, moves, values, child, obs, out):
     return n
 
 
+@generic(inline=True)
+def scored_turn(s, mover, net, rule, epsilon, temperature, rng, moves, values, child, x, obs, out):
+    """Prepares the network on `s` (input x), values every successor of `mover` and picks one
+    by `rule`: returns (count, best index, chosen index)."""
+    observation(s, 0, x)
+    prepare(net, x)
+    n = successor_values(s, mover, net, x, moves, values, child, obs, out)
+    best, chosen = choose(values, n, mover, rule, epsilon, temperature, rng)
+    return n, best, chosen
+
+
 @generic
-def td_turn(
+def td_move(s, net, rule, epsilon, temperature, rng, moves, values, child, x, obs, out):
+    """The move of the player to move in `s` (not applied), without learning: how a trained
+    network plays (the td agent, duels)."""
+    mover = current_player(s)
+    if rule == RANDOM:
+        n = legal_actions(s, mover, moves)
+        return moves[rand_below(rng, n)]
+    _n, _best, chosen = scored_turn(
+        s, mover, net, rule, epsilon, temperature, rng, moves, values, child, x, obs, out
+    )
+    return moves[chosen]
+
+
+@generic
+def td_learn(
     s,
     net,
     rule,
     epsilon,
     temperature,
-    train,
     sarsa,
     rate,
     forced,
@@ -154,29 +178,25 @@ def td_turn(
     obs,
     out,
 ):
-    """One turn of the player to move in `s` (not applied): returns the action.
+    """One training turn of the player to move in `s` (not applied): returns the action.
 
-    With `train`, the network first takes one TD step on the current state: toward the best
-    successor for the mover (Q-learning, §2.2.1) or toward the chosen one (SARSA, §2.2.2).
-    `forced` >= 0 is a move made by someone else (an opponent agent): it is the chosen move,
-    and the step goes toward it whatever the rule, since the opponent is the environment."""
+    The network first takes one TD step on the current state: toward the best successor for
+    the mover (Q-learning, §2.2.1) or toward the chosen one (SARSA, §2.2.2). `forced` >= 0 is
+    a move made by someone else (an opponent agent): it is the chosen move, and the step goes
+    toward it whatever the rule, since the opponent is the environment. (Apart from td_move so
+    that neither is compiled again for the constant flags its callers pass.)"""
     mover = current_player(s)
-    if rule == RANDOM and not train:
-        n = legal_actions(s, mover, moves)
-        return moves[rand_below(rng, n)]
-    observation(s, 0, x)
-    prepare(net, x)
-    n = successor_values(s, mover, net, x, moves, values, child, obs, out)
-    best, chosen = choose(values, n, mover, rule, epsilon, temperature, rng)
+    n, best, chosen = scored_turn(
+        s, mover, net, rule, epsilon, temperature, rng, moves, values, child, x, obs, out
+    )
     if forced >= 0:
         chosen = 0
         for k in range(n):
             if moves[k] == forced:
                 chosen = k
-    if train:
-        v = current_value(net)
-        target = values[chosen] if (sarsa or forced >= 0) else values[best]
-        learn(net, x, v, rate, v - target)
+    v = current_value(net)
+    target = values[chosen] if (sarsa or forced >= 0) else values[best]
+    learn(net, x, v, rate, v - target)
     return moves[chosen]
 
 
@@ -217,13 +237,12 @@ def self_play(
             if opponent_random == 1 and mover != learner:
                 n = legal_actions(s, mover, moves)
                 forced = moves[rand_below(rng, n)]
-            action = td_turn(
+            action = td_learn(
                 s,
                 net,
                 rule,
                 epsilon,
                 temperature,
-                True,
                 sarsa,
                 rate,
                 forced,
@@ -273,10 +292,7 @@ def duel(
                 net, rule, epsilon, temp = net_a, rule_a, epsilon_a, temp_a
             else:
                 net, rule, epsilon, temp = net_b, rule_b, epsilon_b, temp_b
-            action = td_turn(
-                s, net, rule, epsilon, temp, False, False, 0.0, -1, rng,
-                moves, values, child, x, obs, out,
-            )  # fmt: skip
+            action = td_move(s, net, rule, epsilon, temp, rng, moves, values, child, x, obs, out)
             apply_action(s, action)
         returns(s, out)
         results[g] = out[seat_a[g]]

@@ -125,6 +125,8 @@ def bind(loop: Generic, kernels: Sequence[Callable], **extra: Callable) -> Calla
     `extra` binds further names the loop calls, such as a game's `evaluate` heuristic.
     """
     kernels = tuple(kernels)
+    used = _names_used(loop)  # an extra the loop never calls must not give it a copy of its own
+    extra = {name: fn for name, fn in extra.items() if name in used}
     kernel_file = inspect.getfile(sys.modules[kernels[0].py_func.__module__])
     files = {kernel_file, str(_ENGINE / "bits.py")} | _called_files(loop.py_func)
     for fn in (*kernels, *extra.values()):
@@ -139,9 +141,8 @@ def bind(loop: Generic, kernels: Sequence[Callable], **extra: Callable) -> Calla
     namespace.update(extra)
     for name in loop.py_func.__code__.co_names:  # the globals this loop actually uses
         inner = namespace.get(name)
-        if isinstance(inner, Generic):  # only the extras it reaches: one cached copy per use
-            used = _names_used(inner)
-            namespace[name] = bind(inner, kernels, **{k: v for k, v in extra.items() if k in used})
+        if isinstance(inner, Generic):  # bound to the extras it reaches: one cached copy per use
+            namespace[name] = bind(inner, kernels, **extra)
     code = loop.py_func.__code__
     name = f"{code.co_name}__{tag}"
     copy = types.FunctionType(code, namespace, name, loop.py_func.__defaults__)

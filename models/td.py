@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from agents.td_mlp import ACTIVATIONS, MLP
-from agents.td_net import EPSILON_GREEDY, SOFTMAX, Workspace, bound, self_play, supports, td_turn
+from agents.td_net import EPSILON_GREEDY, SOFTMAX, Workspace, bound, self_play, supports, td_learn
 from agents.td_ntuple import NTuple
 from engine.bits import new_rng
 from models.base import ModelError, TrainingResult
@@ -166,7 +166,7 @@ class Trainer:
     def _against_agent(self, games: int) -> np.ndarray:
         """Training against an agent spec: the learner sits on seat g % 2 of game g."""
         p, game = self.params, self.game
-        turn = bound(game, td_turn, self.network)
+        turn = bound(game, td_learn, self.network)
         rule, epsilon, temperature = play_settings(p)
         sarsa = p["rule"] == "sarsa"
         out = np.zeros(games)
@@ -183,7 +183,6 @@ class Trainer:
                     rule,
                     epsilon,
                     temperature,
-                    True,
                     sarsa,
                     self.rate(),
                     forced,

@@ -9,7 +9,16 @@ from agents import make
 from agents.base import AgentError
 from agents.td_agent import TDPlayer, read_network
 from agents.td_mlp import MLP, backpropagate
-from agents.td_net import EPSILON_GREEDY, GREEDY, SOFTMAX, Workspace, bound, choose, encode, td_turn
+from agents.td_net import (
+    EPSILON_GREEDY,
+    GREEDY,
+    SOFTMAX,
+    Workspace,
+    bound,
+    choose,
+    encode,
+    td_learn,
+)
 from engine import load_game
 from engine.bits import new_rng
 from engine.protocol import State
@@ -128,7 +137,7 @@ def _turn_values(game, net, s):
 
 
 @pytest.mark.parametrize("sarsa", [False, True])
-def test_td_turn_steps_toward_the_rule_s_target(othello, sarsa):
+def test_a_learning_turn_steps_toward_the_rule_s_target(othello, sarsa):
     """Q-learning moves v(s) toward the mover's best successor, SARSA toward the chosen one
     (here a forced, deliberately poor move for SARSA's sake is replaced by ε = 1 play)."""
     net = MLP.initial(othello, 6, "sigmoid", 2, 0.5, seed=5)
@@ -138,13 +147,12 @@ def test_td_turn_steps_toward_the_rule_s_target(othello, sarsa):
     best = (max if mover == 1 else min)(values, key=values.get)
     learned = net.copy()
     rng = new_rng(11)
-    action = bound(othello, td_turn, learned)(
+    action = bound(othello, td_learn, learned)(
         s,
         learned.arrays(),
         EPSILON_GREEDY,
         1.0,
         1.0,
-        True,
         sarsa,
         0.5,
         -1,
