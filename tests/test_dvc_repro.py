@@ -61,6 +61,17 @@ def tiny_profile() -> dict:
                       curve_opponents=["alphabeta:depth=1"])  # fmt: skip
     td["tournament"].update(games=2, opponents=["alphabeta:depth=1"])
     td["promote"] = {"baseline": "random", "games": 2}
+    # the Othello value chain (issue 14): a depth-2 tree, one count one-hot MLP, one epoch
+    othello = params["othello"]
+    othello["datasets"] = {"thorough": {"seed": 21, "options": {"x": 2, "y": 1}}}
+    othello["validation"] = {"sample": 20, "seed": 0}
+    othello["encodings"] = {
+        "count_onehot": {"encoding": "count-onehot", "dataset": "thorough", "options": {}}
+    }
+    othello["models"] = {
+        "value_mlp": {"family": "value-mlp", "encoding": "count_onehot",
+                      "params": {"epochs": 1, "width": 8}, "sweep": {}}
+    }  # fmt: skip
     # the PlayerZero stage runs, with no generation (tests/test_playerzero_loop.py runs some)
     for loop in params["playerzero"].values():
         loop.update(generations=0, evaluate={"baselines": []})
@@ -182,7 +193,15 @@ def test_repro_killed_resumes_then_does_nothing_then_only_what_changed(repo):
     td_study = json.loads((root / "td" / "othello" / "study" / "study.json").read_text())
     assert set(td_study["matrices"]) == {"rule"} and len(td_study["configs"]) == 2
     assert (root / "evaluation" / "othello" / "games.parquet").is_file()
-    assert set(json.loads((root / "promotion" / "othello.json").read_text())["families"]) == {"td"}
+    # the Othello value chain: its MLP played in the TD tournament and faced the same gate
+    othello = json.loads((root / "evaluation" / "othello" / "summary.json").read_text())
+    value_games = [p for p in othello["pairings"] if p["spec_a"] == "value_mlp"]
+    assert [p["spec_b"] for p in value_games] == ["alphabeta:depth=1"]
+    assert value_games[0]["games"] == 2
+    promoted = json.loads((root / "promotion" / "othello.json").read_text())["families"]
+    assert set(promoted) == {"td", "value-mlp"}
+    assert promoted["value-mlp"]["model"] == "othello-value-mlp"
+    assert [d["version"] for d in promoted["value-mlp"]["decisions"]] == ["1"]
     assert "## othello: TD learners (study 002)" in report and "(53)" in report
     lock = yaml.safe_load((root / "dvc.lock").read_text())
     assert "train-connect4@hmm" in lock["stages"] and "report" in lock["stages"]

@@ -33,35 +33,40 @@ def production_version(name: str) -> str | None:
     return describe(name)["aliases"].get(PRODUCTION)
 
 
-@flow(name="promote")
-def promote_flow(root: Path, params: dict, game: str) -> dict[str, Any]:
-    """Per family, each new candidate faces the gate; records who is in production."""
+def gate_families(root: Path, game: str, models: dict, gate: dict) -> dict[str, dict]:
+    """Per family of the dataset chain's trained `models`, each new candidate faces the gate;
+    family → who is in production (the TD chain's promotion shares it, flows/stages/td.py)."""
     from models.registry import model_name
 
-    use_tracking(params, root)
-    root = Path(root)
-    gate = params["promote"]
     families: dict[str, list[dict]] = {}
-    for name in params[game]["models"]:
-        run = json.loads((root / "trained" / game / name / "run.json").read_text())
+    for name in models:
+        run = json.loads((Path(root) / "trained" / game / name / "run.json").read_text())
         families.setdefault(run["family"], []).append(run)
-    result: dict[str, Any] = {"game": game, "families": {}}
+    result: dict[str, dict] = {}
     for family_name, runs in families.items():
         registered = model_name(game, family_name)
+        games, baseline, seed = int(gate["games"]), gate["baseline"], int(gate["seed"])
         decisions = [
-            promotion_gate(
-                registered, str(run["version"]), int(gate["games"]), gate["baseline"], gate["seed"]
-            )
-            for run in runs
+            promotion_gate(registered, str(run["version"]), games, baseline, seed) for run in runs
         ]
         production = production_version(registered)
         by_version = {str(run["version"]): run["name"] for run in runs}
-        result["families"][family_name] = {
+        result[family_name] = {
             "model": registered,
             "production": production,
             "production_label": by_version.get(str(production)),
             "decisions": decisions,
         }
+    return result
+
+
+@flow(name="promote")
+def promote_flow(root: Path, params: dict, game: str) -> dict[str, Any]:
+    """Per family, each new candidate faces the gate; records who is in production."""
+    use_tracking(params, root)
+    root = Path(root)
+    families = gate_families(root, game, params[game]["models"], params["promote"])
+    result: dict[str, Any] = {"game": game, "families": families}
     write_json(root / "promotion" / f"{game}.json", result)
     metrics = {
         f"{f}.promoted": float(v["production"] is not None) for f, v in result["families"].items()

@@ -8,9 +8,11 @@
                  greedily against random and a named agent; the best one chosen
   td-long        the grid's best configuration trained for long (resumable checkpoints), with
                  a learning curve against minimax every `curve_every` games; registered
-  td-tournament  the long-trained and the study-scale networks against alpha-beta at several
+  td-tournament  the long-trained and the study-scale networks (and the dataset chain's exported
+                 value networks, when `<game>.models` lists some) against alpha-beta at several
                  depths, MCTS and any other spec listed (evaluation/<game>, the usual format)
-  td-promote     the registry's gate for the new `<game>-td` version
+  td-promote     the registry's gate for the new `<game>-td` version and, with the same gate,
+                 for the dataset chain's families (`<game>-value-mlp`)
 
 Training configurations run in worker processes (params `workers`); every configuration is a
 nested MLflow run under its stage's parent run. Outputs are written into scratch folders and
@@ -331,7 +333,7 @@ def long_flow(root: Path, params: dict, game: str) -> dict[str, Any]:
 @flow(name="td-tournament")
 def tournament_flow(root: Path, params: dict, game: str) -> dict[str, Any]:
     from engine.tournament import standings, summarize_pairing
-    from flows.stages.evaluate import relabel
+    from flows.stages.evaluate import bot_specs, relabel
     from flows.tournament_output import write_outputs
 
     root = Path(root)
@@ -345,6 +347,8 @@ def tournament_flow(root: Path, params: dict, game: str) -> dict[str, Any]:
         bots[f"td-long-{name}"] = f"td:model={(root / 'td' / game / 'long' / name).resolve()}"
         bots[f"td-long-{name}"] += "/model.onnx"
     bots.update(settings.get("bots", {}))
+    if params[game].get("models"):  # the dataset chain's exported value networks, same table
+        bots.update(bot_specs(root, game))
     labels = {s: name for name, s in bots.items()}
     opponents = [str(o) for o in settings["opponents"]]
     skipped = []  # `optional` opponents (a PlayerZero bot not trained yet) that cannot play
@@ -406,7 +410,7 @@ def unavailable(game_spec: str, spec: str) -> str | None:
 def promote_flow(root: Path, params: dict, game: str) -> dict[str, Any]:
     """The registry's gate for each long run's version in turn (each faces the production
     version the previous decision left); promotion/<game>.json as the promote stage's."""
-    from flows.stages.promote import production_version, promotion_gate
+    from flows.stages.promote import gate_families, production_version, promotion_gate
     from models.registry import model_name
 
     root = Path(root)
@@ -423,17 +427,19 @@ def promote_flow(root: Path, params: dict, game: str) -> dict[str, Any]:
             promotion_gate(name, version, int(gate["games"]), gate["baseline"], int(gate["seed"]))
         )
     production = production_version(name)
-    result = {
-        "game": game,
-        "families": {
-            "td": {
-                "model": name,
-                "production": production,
-                "production_label": labels.get(str(production)),
-                "decisions": decisions,
-            }
-        },
+    families = {
+        "td": {
+            "model": name,
+            "production": production,
+            "production_label": labels.get(str(production)),
+            "decisions": decisions,
+        }
     }
+    # the dataset chain's families (value MLPs) face the same gate, so the evidence that ranks
+    # the game's production bots (models.registry.production_bots) is comparable across families
+    families.update(gate_families(root, game, params[game].get("models", {}), gate))
+    result = {"game": game, "families": families}
     write_json(root / "promotion" / f"{game}.json", result)
-    log_stage_run(root, params, game, "td-promote", {"td.promoted": float(production is not None)})
+    metrics = {f"{f}.promoted": float(v["production"] is not None) for f, v in families.items()}
+    log_stage_run(root, params, game, "td-promote", metrics)
     return result
