@@ -46,6 +46,7 @@ DEFAULTS: dict[str, Any] = {
     "dropout": 0.2,  # LSTM input dropout
     "batch_size": 20,  # the study's
     "epochs": 10,
+    "patience": 0,  # early stopping: epochs without a better held-out loss (0: off)
     "learning_rate": 0.001,
     "length": 0,  # sequence length (rounds); 0: the encoding's (Connect 4 20, Lazerbike 112)
     "player": 0,  # the learning seat
@@ -82,6 +83,8 @@ def _check(params: dict[str, Any]) -> None:
     for key in ("batch_size", "epochs", "dense_units"):
         if params[key] < 1:
             raise ModelError(f"lstm: {key}={params[key]} must be at least 1")
+    if params["patience"] < 0:
+        raise ModelError(f"lstm: patience={params['patience']} must be 0 (off) or more")
     cell_counts(params)
 
 
@@ -195,6 +198,11 @@ def train(
         return {"val_accuracy": accuracy(predicted, a_test, w_test, neutral)}
 
     history: dict[str, list[float]] = {}
+    callbacks = [epoch_reporter(keras, held_out, history, progress)]
+    if int(params["patience"]) > 0:  # study-scale epochs: stop when held-out loss stalls
+        callbacks.append(keras.callbacks.EarlyStopping(
+            monitor="val_loss", patience=int(params["patience"]), restore_best_weights=True
+        ))  # fmt: skip
     model.fit(
         inputs[train_rows],
         targets[train_rows],
@@ -204,7 +212,7 @@ def train(
         epochs=int(params["epochs"]),
         shuffle=True,
         verbose=0,
-        callbacks=[epoch_reporter(keras, held_out, history, progress)],
+        callbacks=callbacks,
     )
     out_dir = Path(out_dir)
     metadata = artifact_metadata(

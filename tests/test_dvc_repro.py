@@ -203,6 +203,9 @@ def test_repro_killed_resumes_then_does_nothing_then_only_what_changed(repo):
     assert promoted["value-mlp"]["model"] == "othello-value-mlp"
     assert [d["version"] for d in promoted["value-mlp"]["decisions"]] == ["1"]
     assert "## othello: TD learners (study 002)" in report and "(53)" in report
+    # study14: study 000's tables (flows/study000.py), naming the profile that produced them
+    study000 = (root / "reports" / "pipeline" / "study-000.md").read_text()
+    assert "**default** profile" in study000 and "| HMM (not played) | random |" in study000
     lock = yaml.safe_load((root / "dvc.lock").read_text())
     assert "train-connect4@hmm" in lock["stages"] and "report" in lock["stages"]
     assert "playerzero@connect4" in lock["stages"]

@@ -24,4 +24,7 @@ def report_flow(root: Path, params: dict) -> Path:
     folder = Path(root) / REPORT_DIR
     with atomic_dir(folder) as scratch:
         write_report(root, params["games"], scratch)
+        from flows.study000 import write_study000  # study 000's tables, this profile's scale
+
+        write_study000(root, params, scratch / "study-000.md", scratch / "study-000")
     return folder / "README.md"

@@ -1,0 +1,65 @@
+"""Study 000's tables from a hand-made tournament summary: rows, intervals, report files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from flows.study000 import main, study_rows, write_study000
+
+
+def pairing(a: str, b: str, wins: int, draws: int, losses: int) -> dict:
+    return {"spec_a": a, "spec_b": b, "wins": wins, "draws": draws, "losses": losses}
+
+
+SUMMARY = {
+    "games_per_pairing": 10,
+    "seed": 0,
+    "bots": ["lstm_mse", "hmm"],
+    "pairings": [
+        pairing("lstm_mse", "random:guards=win+block", 7, 1, 2),
+        pairing("lstm_mse", "random", 9, 0, 1),  # not the study's random: left out
+        pairing("hmm", "random:guards=win+block", 5, 0, 5),
+        pairing("lstm_mse", "alphabeta:depth=2", 3, 1, 6),
+        pairing("hmm", "lstm_mse", 4, 0, 6),  # the study's layout: from the neural model's side
+    ],
+}
+LABELS = {"lstm_mse": "Model 7", "hmm": "HMM"}
+
+
+def test_rows_follow_the_study_layout_with_wilson_intervals():
+    rows = {(r["model"], r["opponent"]): r for r in study_rows(SUMMARY, LABELS, "connect4")}
+    assert set(rows) == {
+        ("Model 7", "random"),
+        ("HMM", "random"),
+        ("Model 7", "alpha-beta"),
+        ("Model 7", "HMM"),
+    }
+    versus_hmm = rows[("Model 7", "HMM")]
+    assert (versus_hmm["wins"], versus_hmm["draws"], versus_hmm["defeats"]) == (6, 0, 4)
+    first = rows[("Model 7", "random")]
+    assert first["success"] == pytest.approx(0.7)  # wins / games, draws not counted
+    # Wilson 95% for 7 of 10, worked by hand: (0.7 + z²/20 ± z·sqrt(0.021 + z²/400)) / (1 + z²/10)
+    assert first["low"] == pytest.approx(0.3968, abs=1e-4)
+    assert first["high"] == pytest.approx(0.8922, abs=1e-4)
+
+
+def test_report_names_its_profile_and_sets_the_study_beside_ours(tmp_path):
+    (tmp_path / "evaluation" / "connect4").mkdir(parents=True)
+    (tmp_path / "evaluation" / "connect4" / "summary.json").write_text(json.dumps(SUMMARY))
+    params = {"profile": "tiny", "games": ["connect4"], "connect4": {"study000": LABELS}}
+    path = write_study000(tmp_path, params, tmp_path / "s.md", tmp_path / "study-000")
+    text = path.read_text()
+    assert "**tiny** profile" in text
+    assert "| Model 7 (`lstm_mse`) | random (`random:guards=win+block`) | 7 | 1 | 2 | 70.00% " in text
+    assert "70.89%" in text and "30.30%" in text  # Tables 3 and 10 beside ours
+    assert "Model 6 (not played)" in text
+    assert "## lazerbike" in text and "Not in this profile's results" in text
+    assert (tmp_path / "study-000" / "connect4-random.png").stat().st_size > 0
+    assert (tmp_path / "study-000" / "connect4-alpha-beta.csv").read_text().count("\n") == 2
+
+
+def test_missing_params_file_is_one_line_and_exit_2(tmp_path, capsys):
+    assert main(["--root", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
