@@ -52,7 +52,9 @@ def test_report_names_its_profile_and_sets_the_study_beside_ours(tmp_path):
     path = write_study000(tmp_path, params, tmp_path / "s.md", tmp_path / "study-000")
     text = path.read_text()
     assert "**tiny** profile" in text
-    assert "| Model 7 (`lstm_mse`) | random (`random:guards=win+block`) | 7 | 1 | 2 | 70.00% " in text
+    assert (
+        "| Model 7 (`lstm_mse`) | random (`random:guards=win+block`) | 7 | 1 | 2 | 70.00% " in text
+    )
     assert "70.89%" in text and "30.30%" in text  # Tables 3 and 10 beside ours
     assert "Model 6 (not played)" in text
     assert "## lazerbike" in text and "Not in this profile's results" in text
@@ -63,3 +65,32 @@ def test_report_names_its_profile_and_sets_the_study_beside_ours(tmp_path):
 def test_missing_params_file_is_one_line_and_exit_2(tmp_path, capsys):
     assert main(["--root", str(tmp_path)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_study_profile_is_study_000_and_every_stage_reads_it():
+    from flows.params import check, load
+
+    params = load("params-study.yaml")
+    for game in ("connect4", "lazerbike"):
+        for name in params[game]["datasets"]:
+            check(params, "generate", game, name)
+        for name in params[game]["models"]:
+            check(params, "train", game, name)
+        check(params, "evaluate", game)
+    check(params, "report")
+    model_7 = params["connect4"]["models"]["model_7"]["params"]  # Table 2, ID 7
+    assert (model_7["layers"], model_7["cells"], model_7["dense_units"]) == (3, "96", 42)
+    assert (model_7["dropout"], model_7["batch_size"]) == (0.4, 1)
+    assert params["connect4"]["evaluate"]["games"] == params["lazerbike"]["evaluate"]["games"]
+    assert params["connect4"]["evaluate"]["games"] == 10_000
+
+
+def test_study_pairings_name_bots_or_baselines():
+    from flows.stage_io import StageError
+    from flows.stages.evaluate import chosen_pairings
+
+    bots = {"model_6": "onnx:/m6.onnx", "hmm": "seq:model=/h.json"}
+    pairs = chosen_pairings([["model_6", "hmm"], ["hmm", "random"]], bots, ["random"])
+    assert pairs == [("onnx:/m6.onnx", "seq:model=/h.json"), ("seq:model=/h.json", "random")]
+    with pytest.raises(StageError, match="model_9"):
+        chosen_pairings([["model_9", "random"]], bots, ["random"])

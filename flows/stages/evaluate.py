@@ -8,7 +8,14 @@ from typing import Any
 
 from prefect import flow, task
 
-from flows.stage_io import RETRIES, SPEC_OF_KIND, atomic_dir, task_runner, write_json
+from flows.stage_io import (
+    RETRIES,
+    SPEC_OF_KIND,
+    StageError,
+    atomic_dir,
+    task_runner,
+    write_json,
+)
 from flows.stage_runs import log_stage_run
 
 
@@ -26,6 +33,23 @@ def pairing_list(bots: list[str], baselines: list[str]) -> list[tuple[str, str]]
     """Every bot against every baseline, then every pair of bots."""
     against = [(b, x) for b in bots for x in baselines]
     return against + [(a, b) for i, a in enumerate(bots) for b in bots[i + 1 :]]
+
+
+def chosen_pairings(
+    chosen: list, bots: dict[str, str], baselines: list[str]
+) -> list[tuple[str, str]]:
+    """`evaluate.pairings` ([[a, b], …], bot names or baselines): only the pairings a study
+    plays (study 000 plays the two best models against alpha-beta, not every model)."""
+    known = {**bots, **{b: b for b in baselines}}
+    pairs = []
+    for pair in chosen:
+        if not (isinstance(pair, list) and len(pair) == 2 and all(p in known for p in pair)):
+            raise StageError(
+                f"evaluate.pairings: {pair!r} must be [a, b] of trained bots or baselines "
+                f"({', '.join(known)})"
+            )
+        pairs.append((known[pair[0]], known[pair[1]]))
+    return pairs
 
 
 @task(**RETRIES)
@@ -70,7 +94,12 @@ def _evaluate(root: Path, params: dict, game: str) -> dict[str, Any]:
         "opening": int(settings["opening"]),
     }
     spec = params[game]["spec"]
-    pairs = pairing_list(list(bots.values()), baselines)
+    chosen = settings.get("pairings")  # optional: a study's own layout instead of all-vs-all
+    pairs = (
+        chosen_pairings(chosen, bots, baselines)
+        if chosen
+        else pairing_list(list(bots.values()), baselines)
+    )
     futures = [play_pairing.submit(spec, a, b, config) for a, b in pairs]
     rows: list[dict] = []
     summaries = []
@@ -80,7 +109,9 @@ def _evaluate(root: Path, params: dict, game: str) -> dict[str, Any]:
         summaries.append(summarize_pairing(pairing_rows))
     summary = {
         "game": spec,
-        "format": "each bot vs the baselines, then bot vs bot",
+        "format": "the pairings of evaluate.pairings"
+        if chosen
+        else "each bot vs the baselines, then bot vs bot",
         "games_per_pairing": config["games"],
         "seed": config["seed"],
         "bots": list(bots),
