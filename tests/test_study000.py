@@ -94,3 +94,12 @@ def test_study_pairings_name_bots_or_baselines():
     assert pairs == [("onnx:/m6.onnx", "seq:model=/h.json"), ("seq:model=/h.json", "random")]
     with pytest.raises(StageError, match="model_9"):
         chosen_pairings([["model_9", "random"]], bots, ["random"])
+
+
+def test_study_profile_keeps_every_other_chain_as_the_default():
+    from flows.params import load
+
+    default, study = load("params.yaml"), load("params-study.yaml")
+    others = set(default) - {"connect4", "lazerbike", "profile"}
+    assert set(study) - {"connect4", "lazerbike", "profile"} == others
+    assert all(study[key] == default[key] for key in others)  # one place to edit them
