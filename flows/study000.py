@@ -69,8 +69,26 @@ def opponent_label(spec: str, labels: dict[str, str], game: str) -> str | None:
     return None
 
 
-def study_rows(summary: dict[str, Any], labels: dict[str, str], game: str) -> list[dict]:
-    """Our pairings as (study model, study opponent) rows, from the model's side."""
+def distinct_games(folder: Path) -> dict[str, int]:
+    """pairing -> distinct histories: two deterministic bots replay each seeded opening, so
+    10,000 games may hold only ~100 different ones, and an interval over 10,000 would lie."""
+    path = Path(folder) / "games.parquet"
+    if not path.is_file():
+        return {}
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path, columns=["pairing", "history"]).to_pandas()
+    return {str(k): int(v) for k, v in table.groupby("pairing")["history"].nunique().items()}
+
+
+def study_rows(
+    summary: dict[str, Any],
+    labels: dict[str, str],
+    game: str,
+    distinct: dict[str, int] | None = None,
+) -> list[dict]:
+    """Our pairings as (study model, study opponent) rows, from the model's side; the interval
+    counts distinct games only (repeats of a deterministic game carry no information)."""
     rows = []
     for s in summary["pairings"]:
         for me, other, wins, defeats in (
@@ -83,10 +101,11 @@ def study_rows(summary: dict[str, Any], labels: dict[str, str], game: str) -> li
             if model in CLASSICAL and opponent not in ("random", "alpha-beta"):
                 continue  # the study reads bot-vs-bot pairings from the neural model's side
             games = wins + s["draws"] + defeats
-            low, high = wilson_interval(wins / games, games) if games else (0.0, 1.0)
+            different = min(games, (distinct or {}).get(s["pairing"], games))
+            low, high = wilson_interval(wins / games, different) if games else (0.0, 1.0)
             rows.append(
                 {"model": model, "ours": me, "opponent": opponent, "spec": other, "wins": wins,
-                 "draws": s["draws"], "defeats": defeats, "games": games,
+                 "draws": s["draws"], "defeats": defeats, "games": games, "distinct": different,
                  "success": wins / games if games else 0.0, "low": low, "high": high}
             )  # fmt: skip
     return rows
@@ -99,8 +118,9 @@ def table_of(opponent: str) -> str:
 def table_lines(key: str, rows: list[dict[str, Any]], study: dict) -> list[str]:
     """One table in the study's layout, the study's success rate beside ours."""
     lines = [
-        "| PL1 (ours) | PL2 | wins | draws | defeats | success rate | study | 95% interval |",
-        "|---|---|---:|---:|---:|---:|---:|---|",
+        "| PL1 (ours) | PL2 | wins | draws | defeats | success rate | study | 95% interval "
+        "| distinct games |",
+        "|---|---|---:|---:|---:|---:|---:|---|---:|",
     ]
     for r in rows:
         published = study.get((r["model"], r["opponent"]))
@@ -108,14 +128,14 @@ def table_lines(key: str, rows: list[dict[str, Any]], study: dict) -> list[str]:
         lines.append(
             f"| {r['model']} (`{r['ours']}`) | {r['opponent']} (`{r['spec']}`) | {r['wins']} "
             f"| {r['draws']} | {r['defeats']} | {100 * r['success']:.2f}% | {theirs} "
-            f"| [{100 * r['low']:.2f}%, {100 * r['high']:.2f}%] |"
+            f"| [{100 * r['low']:.2f}%, {100 * r['high']:.2f}%] | {r['distinct']} |"
         )
     ours = {(r["model"], r["opponent"]) for r in rows}
     for (model, opponent), (w, d, lost) in study.items():
         if (model, opponent) not in ours:
             lines.append(
                 f"| {model} (not played) | {opponent} | - | - | - | - "
-                f"| {100 * w / (w + d + lost):.2f}% | - |"
+                f"| {100 * w / (w + d + lost):.2f}% | - | - |"
             )
     return lines
 
@@ -160,7 +180,8 @@ def write_study000(root: Path, params: dict[str, Any], out_md: Path, out_dir: Pa
         "`evaluation/<game>/summary.json`. Success rate = wins / games, as the study; the "
         "study's figures come from 10,000 games per pairing, ours from the games shown. "
         "The study's random AI is guarded (Connect 4: wins and blocks when it can; Lazerbike: "
-        "never suicidal): ours is `random:guards=win+block` / `random:guards=safe`.",
+        "never suicidal): ours is `random:guards=win+block` / `random:guards=safe`. The 95% "
+        "interval counts distinct games: deterministic pairs replay each seeded opening.",
     ]
     for game, tables in STUDY.items():
         labels = params.get(game, {}).get("study000") or {}
@@ -170,7 +191,7 @@ def write_study000(root: Path, params: dict[str, Any], out_md: Path, out_dir: Pa
             lines.append("Not in this profile's results (no tournament or no `study000` map).")
             continue
         summary = json.loads(summary_path.read_text())
-        rows = study_rows(summary, labels, game)
+        rows = study_rows(summary, labels, game, distinct_games(summary_path.parent))
         lines.append(f"{summary['games_per_pairing']} games per pairing, seed {summary['seed']}.")
         for key, (title, study) in tables.items():
             chosen = [r for r in rows if table_of(r["opponent"]) == key]

@@ -10,7 +10,8 @@ from flows.study000 import main, study_rows, write_study000
 
 
 def pairing(a: str, b: str, wins: int, draws: int, losses: int) -> dict:
-    return {"spec_a": a, "spec_b": b, "wins": wins, "draws": draws, "losses": losses}
+    return {"pairing": f"{a} vs {b}", "spec_a": a, "spec_b": b, "wins": wins, "draws": draws,
+            "losses": losses}  # fmt: skip
 
 
 SUMMARY = {
@@ -43,6 +44,10 @@ def test_rows_follow_the_study_layout_with_wilson_intervals():
     # Wilson 95% for 7 of 10, worked by hand: (0.7 + z²/20 ± z·sqrt(0.021 + z²/400)) / (1 + z²/10)
     assert first["low"] == pytest.approx(0.3968, abs=1e-4)
     assert first["high"] == pytest.approx(0.8922, abs=1e-4)
+    # 10 games that are 5 distinct ones replayed: the interval is that of 7 in 10 over 5 games
+    replayed = study_rows(SUMMARY, LABELS, "connect4", {"lstm_mse vs random:guards=win+block": 5})
+    assert replayed[0]["success"] == pytest.approx(0.7) and replayed[0]["distinct"] == 5
+    assert replayed[0]["low"] < first["low"] - 0.05
 
 
 def test_report_names_its_profile_and_sets_the_study_beside_ours(tmp_path):
