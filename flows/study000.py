@@ -53,6 +53,9 @@ STUDY: dict[str, dict[str, Any]] = {
     },
 }  # fmt: skip
 CLASSICAL = ("HMM", "CRF_1", "CRF_2")
+#: every study match is 10,000 games: its success rate is wins / 10,000 (Table 14's Model 2 vs
+#: CRF_1 row prints W/D/L summing to 9,860 but 51.83%, i.e. wins / 10,000)
+STUDY_GAMES = 10_000
 #: the study's random AI: in Connect 4 it wins when it can and blocks when it must (Part IV
 #: §3.2 (a), (b)); in Lazerbike it never drives into a wall when it has a way out (§4.2)
 STUDY_RANDOM = {"connect4": "random:guards=win+block", "lazerbike": "random:guards=safe"}
@@ -124,18 +127,18 @@ def table_lines(key: str, rows: list[dict[str, Any]], study: dict) -> list[str]:
     ]
     for r in rows:
         published = study.get((r["model"], r["opponent"]))
-        theirs = f"{100 * published[0] / sum(published):.2f}%" if published else "-"
+        theirs = f"{100 * published[0] / STUDY_GAMES:.2f}%" if published else "-"
         lines.append(
             f"| {r['model']} (`{r['ours']}`) | {r['opponent']} (`{r['spec']}`) | {r['wins']} "
             f"| {r['draws']} | {r['defeats']} | {100 * r['success']:.2f}% | {theirs} "
             f"| [{100 * r['low']:.2f}%, {100 * r['high']:.2f}%] | {r['distinct']} |"
         )
     ours = {(r["model"], r["opponent"]) for r in rows}
-    for (model, opponent), (w, d, lost) in study.items():
+    for (model, opponent), (w, _, _) in study.items():
         if (model, opponent) not in ours:
             lines.append(
                 f"| {model} (not played) | {opponent} | - | - | - | - "
-                f"| {100 * w / (w + d + lost):.2f}% | - | - |"
+                f"| {100 * w / STUDY_GAMES:.2f}% | - | - |"
             )
     return lines
 
@@ -153,7 +156,7 @@ def bar_chart(rows: list[dict[str, Any]], study: dict, path: Path, title: str) -
     errors = np.array([[100 * (r["success"] - r["low"]), 100 * (r["high"] - r["success"])]
                        for r in rows]).T  # fmt: skip
     theirs = [study.get((r["model"], r["opponent"])) for r in rows]
-    theirs_pct = [100 * t[0] / sum(t) if t else 0.0 for t in theirs]
+    theirs_pct = [100 * t[0] / STUDY_GAMES if t else 0.0 for t in theirs]
     x = np.arange(len(rows))
     figure, axes = plt.subplots(figsize=(max(5.0, 1.2 * len(rows) + 2), 4))
     axes.bar(x - 0.2, ours, 0.4, yerr=errors, capsize=3, label="gridbots (95% interval)")
