@@ -20,7 +20,7 @@ import os
 import shutil
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from multiprocessing import get_context
 from pathlib import Path
@@ -271,11 +271,15 @@ def generate_dataset(
     seed: int = 0,
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
+    mapper: Callable[[Callable[[dict[str, Any]], Any], list[dict[str, Any]]], Iterable[Any]]
+    | None = None,
 ) -> dict[str, Any]:
     """Writes (or resumes) the dataset at `root`; returns the final manifest.
 
     `options` are the command's technique options (None = default); `progress(done, total)` is
-    called after every shard.
+    called after every shard. `mapper` runs the shards elsewhere instead of `workers`
+    processes (a cluster: `mapper(run_shard, tasks)` yields their results in order), each
+    committed here as it comes.
     """
     job = plan(root, game_spec, technique, options, seed)
     if progress:
@@ -286,7 +290,10 @@ def generate_dataset(
         if progress:
             progress(job.done, job.planned)
 
-    if workers <= 1 or len(job.tasks) <= 1:
+    if mapper is not None:
+        for result in mapper(run_shard, job.tasks):
+            finish(result)
+    elif workers <= 1 or len(job.tasks) <= 1:
         for task in job.tasks:
             finish(run_shard(task))
     else:

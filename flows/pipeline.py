@@ -1,11 +1,12 @@
 """The pipeline's Prefect flows (one module per stage in flows/stages/) and the improvement cycle.
 
 dvc.yaml runs one `gridbots stage NAME …` command per stage and that command runs one flow of
-flows/stages/. Fan-out (generation shards, tournament pairings) runs on the flow's task runner:
-threads by default, a Dask cluster when given its address (`--dask-address` or params
-`dask.address`). Tasks that touch files or the registry retry. Generation commits each shard as
-it finishes (a killed stage resumes); every other output is written under a temporary name and
-renamed into place at the end, so a failed stage leaves no half-written output behind.
+flows/stages/. Fan-out (generation shards, tournament pairings) runs on the flow's task runner
+through flows.stage_io.fan_out: threads by default, a Dask cluster when given its address
+(`--dask-address`, $GRIDBOTS_DASK_ADDRESS or params `dask.address`). Tasks that touch files or
+the registry retry. Generation commits each shard as it finishes (a killed stage resumes); every
+other output is written under a temporary name and renamed into place at the end, so a failed
+stage leaves no half-written output behind.
 
 Paths (relative to the repository root, all DVC outputs):
     data/G/TECH  validation/G/TECH.json  encoded/G/NAME.npz  trained/G/NAME/  exports/G/
@@ -36,11 +37,10 @@ from flows.stages.evaluate import (  # noqa: F401
     bot_specs,
     evaluate_flow,
     pairing_list,
-    play_pairing,
     relabel,
 )
 from flows.stages.export import export_flow, export_model  # noqa: F401
-from flows.stages.generate import generate_flow, run_shard  # noqa: F401
+from flows.stages.generate import generate_flow  # noqa: F401
 from flows.stages.promote import production_version, promote_flow, promotion_gate  # noqa: F401
 from flows.stages.report import report_flow  # noqa: F401
 from flows.stages.train import sweep_items, tag_runs, train_flow, write_curve  # noqa: F401

@@ -160,11 +160,14 @@ def playerzero(
     generations: Annotated[
         int | None, typer.Option(min=0, help="Run up to this many generations (default: params).")
     ] = None,
+    dask: DASK = None,
 ):
-    """playerzero/GAME: self-play generations, training, arena, registry (resumable)."""
-    from flows.stages.playerzero import playerzero_flow
+    """playerzero/GAME: self-play generations, training, arena, registry (resumable); its
+    self-play shards, arena pairs and evaluation match on a Dask cluster when given one."""
+    from flows.stages.playerzero import playerzero_stage
 
-    result = playerzero_flow(ROOT, _load("playerzero", None, game, params), game, generations)
+    settings = _load("playerzero", None, game, params)
+    result = playerzero_stage(ROOT, settings, game, generations, dask)
     best = (result["best"] or {}).get("path", "none")
     typer.echo(f"playerzero/{game}: {result['generation']} generations; best {best}")
 

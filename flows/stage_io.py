@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from engine.files import write_json  # noqa: F401 (the stages import it from here)
@@ -96,12 +98,15 @@ def tcp_ok(address: str, timeout: float = 2.0) -> bool:
         return False
 
 
-def task_runner(params: dict[str, Any], dask_address: str | None = None):
-    """Dask when an address is given (argument, else $GRIDBOTS_DASK_ADDRESS, which
-    `gridbots repro --cluster` sets, else params dask.address), threads otherwise."""
-    address = (
-        dask_address or os.environ.get(DASK_ENV) or params.get("dask", {}).get("address") or ""
-    )
+def dask_address(params: dict[str, Any], dask: str | None = None) -> str:
+    """The Dask scheduler a stage's fan-out runs on ('' for none): the argument, else
+    $GRIDBOTS_DASK_ADDRESS (which `gridbots repro --cluster` sets), else params dask.address."""
+    return dask or os.environ.get(DASK_ENV) or params.get("dask", {}).get("address") or ""
+
+
+def task_runner(params: dict[str, Any], dask: str | None = None):
+    """Dask when a stage has an address (`dask_address`), threads otherwise."""
+    address = dask_address(params, dask)
     if address:
         try:
             from prefect_dask import DaskTaskRunner
@@ -114,6 +119,43 @@ def task_runner(params: dict[str, Any], dask_address: str | None = None):
     from prefect.task_runners import ThreadPoolTaskRunner
 
     return ThreadPoolTaskRunner(max_workers=max(1, int(params.get("workers", 1))))
+
+
+def run_flow(stage: Any, params: dict[str, Any], dask: str | None, *args: Any) -> Any:
+    """Runs the flow `stage(*args)` of a stage whose fan-out stays in its own process without a
+    cluster (process pools, one configuration after another: exactly as before the cluster
+    existed), and with a Dask address runs `stage(*args, on_cluster=True)` on the cluster's
+    task runner, where the flow hands its jobs to `fan_out`."""
+    address = dask_address(params, dask)
+    if not address:
+        return stage(*args)
+    return stage.with_options(task_runner=task_runner(params, address))(*args, on_cluster=True)
+
+
+@task(**RETRIES, task_run_name="{label}")
+def cluster_task(work: str, job: Any, label: str) -> Any:
+    """One job of a stage's fan-out on whichever worker (or thread) is free. `work` names a
+    module-level function ("package.module:function") that the worker imports, so only that
+    name and the job go through the scheduler: small JSON-able arguments, with models and
+    datasets as paths in the shared data root. Every work function writes under temporary
+    names or into a folder of its own that the flow commits, and closes a killed attempt's
+    MLflow run, so the retry of a task lost with its worker duplicates nothing."""
+    module, _, name = work.partition(":")
+    return getattr(importlib.import_module(module), name)(job)
+
+
+def fan_out(work: Callable[[Any], Any], jobs: Sequence[Any]) -> Iterator[Any]:
+    """`work(job)` for every job as a `cluster_task` on the running flow's task runner (a Dask
+    cluster's workers, or the flow's threads): every generation shard, sweep configuration,
+    tournament pairing, TD configuration and PlayerZero self-play shard or arena pair of a
+    cluster run goes through here. Results come in job order, each as soon as it and those
+    before it are done, so the caller commits them as they arrive."""
+    name = f"{work.__module__}:{work.__name__}"
+    futures = [
+        cluster_task.submit(name, job, f"{work.__name__}-{index}") for index, job in enumerate(jobs)
+    ]
+    for future in futures:
+        yield future.result()
 
 
 def require_cluster_servers(address: str) -> None:

@@ -10,6 +10,10 @@ import typer
 
 GAME = Annotated[str, typer.Argument(help="Game whose TD chain (params GAME.td) to run.")]
 PARAMS = Annotated[Path, typer.Option("--params", help="Parameters file.")]
+DASK = Annotated[
+    str | None,
+    typer.Option("--dask-address", help="tcp://HOST:PORT of a Dask scheduler (else params)."),
+]
 DEFAULT_PARAMS = Path("params.yaml")
 ROOT = Path(".")
 
@@ -20,11 +24,19 @@ def _load(stage: str, game: str, path: Path) -> dict:
     return load(stage, game, None, path)
 
 
-def td_study(game: GAME, params: PARAMS = DEFAULT_PARAMS):
+def _run(stage: str, flow, game: str, params: Path, dask: str | None):
+    """The stage's flow, its jobs as cluster tasks when it has a Dask address."""
+    from flows.stage_io import run_flow
+
+    settings = _load(stage, game, params)
+    return run_flow(flow, settings, dask, ROOT, settings, game)
+
+
+def td_study(game: GAME, params: PARAMS = DEFAULT_PARAMS, dask: DASK = None):
     """td/GAME/study: the study's one-at-a-time sweep, its six matrices, the minimax match."""
     from flows.stages.td import study_flow
 
-    study = study_flow(ROOT, _load("td-study", game, params), game)
+    study = _run("td-study", study_flow, game, params, dask)
     greedy = study["minimax"]["greedy_openings"]
     typer.echo(
         f"td/{game}/study: {len(study['configs'])} configurations; {study['base']} vs "
@@ -32,32 +44,32 @@ def td_study(game: GAME, params: PARAMS = DEFAULT_PARAMS):
     )
 
 
-def td_grid(game: GAME, params: PARAMS = DEFAULT_PARAMS):
+def td_grid(game: GAME, params: PARAMS = DEFAULT_PARAMS, dask: DASK = None):
     """td/GAME/grid: the full factorial grid and its best configuration."""
     from flows.stages.td import grid_flow
 
-    summary = grid_flow(ROOT, _load("td-grid", game, params), game)
+    summary = _run("td-grid", grid_flow, game, params, dask)
     typer.echo(
         f"td/{game}/grid: {summary['configs']} configurations in {summary['seconds']:.0f} s; "
         f"best {summary['best']}"
     )
 
 
-def td_long(game: GAME, params: PARAMS = DEFAULT_PARAMS):
+def td_long(game: GAME, params: PARAMS = DEFAULT_PARAMS, dask: DASK = None):
     """td/GAME/long: the best configuration trained for long, registered (resumable)."""
     from flows.stages.td import long_flow
 
-    runs = long_flow(ROOT, _load("td-long", game, params), game)
+    runs = _run("td-long", long_flow, game, params, dask)
     for name, run in runs.items():
         version = run["registered"]["version"]
         typer.echo(f"td/{game}/long/{name}: {run['label']}, version {version}")
 
 
-def td_tournament(game: GAME, params: PARAMS = DEFAULT_PARAMS):
+def td_tournament(game: GAME, params: PARAMS = DEFAULT_PARAMS, dask: DASK = None):
     """evaluation/GAME: the TD bots against minimax, MCTS and the other listed specs."""
     from flows.stages.td import tournament_flow
 
-    summary = tournament_flow(ROOT, _load("td-tournament", game, params), game)
+    summary = _run("td-tournament", tournament_flow, game, params, dask)
     for rank, row in enumerate(summary["standings"], start=1):
         typer.echo(f"{rank}. {row['spec']}: {row['score']:.3f} over {row['games']} games")
 

@@ -1,13 +1,16 @@
 """Helpers of the TD chain's flows: worker-process jobs with a progress bar, stage outputs,
-the long runs and their curve file (flows/stages/td.py)."""
+the long runs and their curve file (flows/stages/td.py). Every job is a dict of plain values
+with its paths absolute, so that on a cluster (a `mapper`: flows.stage_io.fan_out) it runs on any
+worker sharing the data root and its result comes back as files there plus a small dict."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 from pathlib import Path
+from typing import Any
 
 
 def read_output(root: Path, game: str, part: str, stage: str) -> dict:
@@ -21,16 +24,20 @@ def read_output(root: Path, game: str, part: str, stage: str) -> dict:
 
 
 def run_jobs(
-    jobs: list[dict], workers: int, title: str, work: Callable[[dict], dict] | None = None
-) -> list[dict]:
-    """Runs `work` (default: train_and_measure) on every job, `workers` processes at a time,
-    with a progress bar; results in job order."""
+    jobs: list[dict],
+    workers: int,
+    title: str,
+    work: Callable[[dict], Any] | None = None,
+    mapper: Callable[[Callable[[dict], Any], list[dict]], Iterable[Any]] | None = None,
+) -> list[Any]:
+    """Runs `work` (default: train_and_measure) on every job, `workers` processes at a time
+    (or, given a `mapper`, as its cluster tasks), with a progress bar; results in job order."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from models.td_matches import train_and_measure
 
     work = work or train_and_measure
-    results: list[dict | None] = [None] * len(jobs)
+    results: list[Any] = [None] * len(jobs)
     columns = (
         "[progress.description]{task.description}",
         BarColumn(),
@@ -39,7 +46,11 @@ def run_jobs(
     )
     with Progress(*columns, transient=False) as bar:
         task_id = bar.add_task(title, total=len(jobs))
-        if workers <= 1 or len(jobs) <= 1:
+        if mapper is not None:
+            for i, result in enumerate(mapper(work, jobs)):
+                results[i] = result
+                bar.advance(task_id)
+        elif workers <= 1 or len(jobs) <= 1:
             for i, job in enumerate(jobs):
                 results[i] = work(job)
                 bar.advance(task_id)
@@ -135,14 +146,3 @@ def write_curve(path: Path, histories: dict[str, dict[str, list[float]]]) -> Non
         lines.append(",".join([f"{games:.0f}", *cells]))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
-
-
-def play_one(job: dict) -> dict:
-    """One pairing in a worker process: rows of engine.tournament.play_pairing."""
-    from agents.file_agent import make_agent
-    from engine import parse_game_spec
-    from engine.tournament import MatchConfig, play_pairing
-
-    game = parse_game_spec(job["game"])
-    config = MatchConfig(games=job["games"], seed=job["seed"], opening=job["opening"])
-    return {"rows": play_pairing(game, job["a"], job["b"], config, make_seat=make_agent)}

@@ -8,18 +8,40 @@ log((1 - beta) / alpha), rejects at log(beta / (1 - alpha)), and otherwise plays
 game budget runs out first, the candidate is accepted only if the lower end of its score's 95%
 Wilson interval is above 0.5. Every decision comes with its evidence (W/D/L, score, interval,
 LLR, bounds, games).
+
+On a cluster (`mapper`, flows.stage_io.fan_out) the pairs are cluster tasks (`play_job`), sent
+`wave` at a time ahead of the test; the test still reads them in pair order and stops at the
+same pair, so pairs played past the decision are discarded and the evidence is the one of a
+run in one process.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from engine.tournament import MatchConfig, play_pairing, wilson_interval
+
+#: runs `work(job)` for each job elsewhere (a cluster), results in job order
+Mapper = Callable[[Callable[[dict[str, Any]], Any], list[dict[str, Any]]], Iterable[Any]]
+
+
+def play_job(job: dict[str, Any]) -> list[dict[str, Any]]:
+    """One pairing's games from plain arguments (game and agent specs, games, seed, opening;
+    models by path inside the specs): a tournament pairing or an arena pair as a cluster task,
+    the same rows in any process."""
+    from agents import make
+    from engine import parse_game_spec
+
+    game = parse_game_spec(job["game"])
+    config = MatchConfig(
+        games=int(job["games"]), seed=int(job["seed"]), opening=int(job["opening"])
+    )
+    return play_pairing(game, job["a"], job["b"], config, make_seat=make)
 
 
 def expected_score(elo: float) -> float:
@@ -76,17 +98,17 @@ def play_arena(
     min_games: int = 6,
     make_seat: Callable[..., Any] | None = None,
     on_pair: Callable[[int, int], None] | None = None,
+    mapper: Mapper | None = None,
+    wave: int = 8,
 ) -> ArenaResult:
     """Candidate vs best, pair by pair, until the sequential test decides or `max_games`."""
-    from agents import make
-
     lower, upper = math.log(beta / (1.0 - alpha)), math.log((1.0 - beta) / alpha)
     rows: list[dict[str, Any]] = []
     llr, reason = 0.0, ""
     pairs = max(1, max_games // 2)
-    for pair in range(pairs):
-        config = MatchConfig(games=2, seed=seed + pair, opening=opening)
-        rows += play_pairing(game, candidate, best, config, make_seat=make_seat or make)
+    played = _pairs(game, candidate, best, pairs, seed, opening, make_seat, mapper, wave)
+    for pair, pair_rows in enumerate(played):
+        rows += pair_rows
         if on_pair:
             on_pair(pair + 1, pairs)
         llr = sprt_llr([r["score_a"] for r in rows], elo0, elo1)
@@ -109,3 +131,26 @@ def play_arena(
         candidate, best, accepted, reason, len(scores), wins, draws, len(scores) - wins - draws,
         score, low, high, llr, (lower, upper), rows,
     )  # fmt: skip
+
+
+def _pairs(game: Any, candidate: str, best: str, pairs: int, seed: int, opening: int,
+           make_seat: Callable[..., Any] | None, mapper: Mapper | None,
+           wave: int) -> Iterator[list[dict[str, Any]]]:  # fmt: skip
+    """Each pair's two games in pair order: played here, or `wave` pairs at a time by
+    `mapper` (which builds its agents with agents.make)."""
+    if mapper is None:
+        from agents import make
+
+        for pair in range(pairs):
+            config = MatchConfig(games=2, seed=seed + pair, opening=opening)
+            yield play_pairing(game, candidate, best, config, make_seat=make_seat or make)
+        return
+    if make_seat is not None:
+        raise ValueError("play_arena: a mapper plays with agents.make, not make_seat")
+    for start in range(0, pairs, max(1, wave)):
+        jobs = [
+            {"game": game.spec(), "a": candidate, "b": best, "games": 2, "seed": seed + pair,
+             "opening": opening}
+            for pair in range(start, min(pairs, start + max(1, wave)))
+        ]  # fmt: skip
+        yield from mapper(play_job, jobs)

@@ -24,6 +24,11 @@ loses at most the step in flight and raising `generations` continues from the la
                                       `<game>-playerzero` with its evidence; the promotion gate
                                       decides `production`; state.json moves on
 
+On a cluster (a `mapper`, flows.stage_io.fan_out) the self-play shards, the arena's pairs and the
+evaluation match are cluster tasks: shards are written into gen-g/data (a shared data root) and
+committed here, networks travel as paths inside agent specs, and the results equal a run in one
+process (same shards, same pairs, the sequential test stopping at the same pair).
+
 A generation starts only while the loop's wall-clock (`hours`, 0: no limit) leaves room for one
 more as long as the last one took. The helpers here are plain functions; flows/stages/playerzero.py
 wraps the whole loop as one Prefect flow with MLflow runs (one parent run per loop, one nested
@@ -44,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from engine.files import write_json
+from models.arena import Mapper
 from models.base import ModelError
 
 GEN_BITS = 40  # game ids of generation g are offset by g << GEN_BITS (unique in the window)
@@ -114,7 +120,8 @@ def selfplay_options(params: dict[str, Any], state: dict[str, Any], root: Path) 
 
 
 def self_play(root: Path, game_spec: str, params: dict, state: dict, g: int,
-              progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:  # fmt: skip
+              progress: Callable[[int, int], None] | None = None,
+              mapper: Mapper | None = None) -> dict[str, Any]:  # fmt: skip
     """Generation g's games (resumed shard by shard); summary with positions per second."""
     from features.errors import DataError
     from features.store import generate_dataset, read_manifest
@@ -125,13 +132,13 @@ def self_play(root: Path, game_spec: str, params: dict, state: dict, g: int,
     workers = int(params.get("workers", 1))
     try:
         manifest = generate_dataset(folder, game_spec, TECHNIQUE, options, seed, workers,
-                                    progress)  # fmt: skip
+                                    progress, mapper)  # fmt: skip
     except DataError as error:
         if "another command" not in str(error) or read_manifest(folder).get("complete"):
             raise
         shutil.rmtree(folder)  # an unfinished generation made with other settings: start over
         manifest = generate_dataset(folder, game_spec, TECHNIQUE, options, seed, workers,
-                                    progress)  # fmt: skip
+                                    progress, mapper)  # fmt: skip
     seconds = float(manifest["timings"]["seconds"])
     positions = int(manifest["counts"]["positions"])
     return {
@@ -248,7 +255,8 @@ def puct_spec(root: Path, model: str, sims: int, c: float, fpu: float) -> str:
 
 
 def arena(root: Path, g: int, game: Any, candidate: dict, params: dict, state: dict,
-          on_pair: Callable | None = None) -> dict[str, Any]:  # fmt: skip
+          on_pair: Callable | None = None,
+          mapper: Mapper | None = None) -> dict[str, Any]:  # fmt: skip
     """Candidate vs best (vs the generation-0 agent while there is no network yet)."""
     from models.arena import play_arena
 
@@ -265,7 +273,7 @@ def arena(root: Path, g: int, game: Any, candidate: dict, params: dict, state: d
     result = play_arena(
         game, spec, opponent, int(a["games"]), seed=int(a.get("seed", 0)) + 1000 * g,
         opening=int(a["opening"]), elo0=float(a.get("elo0", 0.0)), elo1=float(a["elo1"]),
-        min_games=int(a.get("min_games", 6)), on_pair=on_pair,
+        min_games=int(a.get("min_games", 6)), on_pair=on_pair, mapper=mapper,
     )  # fmt: skip
     evidence = result.evidence()
     if state["best"] is None:  # the first network always replaces plain MCTS as the player
@@ -274,8 +282,10 @@ def arena(root: Path, g: int, game: Any, candidate: dict, params: dict, state: d
     return read_json(write_json(path, evidence))
 
 
-def evaluate(root: Path, g: int, game: Any, model: str, params: dict) -> dict[str, Any]:
-    """Optimal-move rates on the solved-position set (empty when params name none)."""
+def evaluate(root: Path, g: int, game: Any, model: str, params: dict,
+             mapper: Mapper | None = None) -> dict[str, Any]:  # fmt: skip
+    """Optimal-move rates on the solved-position set (empty when params name none) and the
+    match against the yardstick (one cluster task given a `mapper`)."""
     path = gen_dir(root, g) / "evaluation.json"
     if path.is_file():
         return read_json(path)
@@ -294,14 +304,14 @@ def evaluate(root: Path, g: int, game: Any, model: str, params: dict) -> dict[st
         result["puct"] = agent_rate(spec, rows[: int(e["positions"])])
     e = params.get("evaluate", {})
     if e.get("opponent") and int(e.get("games", 0)) >= 2:  # a fixed yardstick, every generation
-        from agents import make
-        from engine.tournament import MatchConfig, play_pairing, summarize_pairing
+        from engine.tournament import summarize_pairing
+        from models.arena import play_job
 
         sp = params["selfplay"]
         spec = puct_spec(root, model, int(e["sims"]), float(sp["c"]), float(sp["fpu"]))
-        config = MatchConfig(games=int(e["games"]), seed=10_000 + g,
-                             opening=int(params["arena"]["opening"]))  # fmt: skip
-        rows = play_pairing(game, spec, str(e["opponent"]), config, make_seat=make)
+        job = {"game": game.spec(), "a": spec, "b": str(e["opponent"]), "games": int(e["games"]),
+               "seed": 10_000 + g, "opening": int(params["arena"]["opening"])}  # fmt: skip
+        rows = next(iter(mapper(play_job, [job]))) if mapper else play_job(job)
         summary = summarize_pairing(rows)
         result["match"] = {k: summary[k] for k in ("spec_b", "games", "wins", "draws", "losses",
                                                    "score", "score_low", "score_high")}  # fmt: skip
@@ -310,7 +320,8 @@ def evaluate(root: Path, g: int, game: Any, model: str, params: dict) -> dict[st
 
 # ---- one generation ----------------------------------------------------------------------------
 def curriculum_step(root: Path, g: int, game: Any, params: dict, state: dict, echo: Echo,
-                    progress: Callable | None = None) -> tuple[dict, dict, dict]:  # fmt: skip
+                    progress: Callable | None = None,
+                    mapper: Mapper | None = None) -> tuple[dict, dict, dict]:  # fmt: skip
     """Trains coach (and student), plays the arena(s): (trained runs, arena evidence, new state
     fields). The student replaces the coach when it beats the best network."""
     runs = {"coach": train_network(root, g, state["coach"], params, state, progress)}
@@ -324,13 +335,13 @@ def curriculum_step(root: Path, g: int, game: Any, params: dict, state: dict, ec
     fought: dict[str, Any] = {}
     changes["player"] = _best(runs["coach"])  # the newest coach plays, accepted or not
     if "student" in runs and state["best"] is not None:
-        fought["student"] = arena(root, g, game, runs["student"], params, state)
+        fought["student"] = arena(root, g, game, runs["student"], params, state, mapper=mapper)
         echo(f"generation {g}: student arena {_verdict(fought['student'])}")
         if fought["student"]["accepted"]:
             changes.update(coach=state["students"][0], students=state["students"][1:])
             changes["best"] = changes["player"] = _best(runs["student"])
             return runs, fought, changes
-    fought["coach"] = arena(root, g, game, runs["coach"], params, state)
+    fought["coach"] = arena(root, g, game, runs["coach"], params, state, mapper=mapper)
     echo(f"generation {g}: coach arena {_verdict(fought['coach'])}")
     if fought["coach"]["accepted"]:
         changes["best"] = _best(runs["coach"])

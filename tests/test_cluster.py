@@ -2,12 +2,15 @@
 workers; loopback, free ports) started by `gridbots cluster up` once for the module and torn
 down by PID: generation on it matches a one-process run shard for shard, its tasks are in the
 one Prefect server, a worker killed with SIGKILL mid-stage costs nothing, a late worker gets
-work, and `down` leaves no process behind."""
+work, a sweep's configurations, a PlayerZero generation's self-play shards and arena pairs and
+a TD grid's configurations are cluster tasks with the results of a one-process run, and `down`
+leaves no process behind."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -265,6 +268,130 @@ def test_a_sweep_is_cluster_tasks_and_a_worker_killed_mid_run_leaves_no_run_runn
     assert len({r.data.tags["mlflow.parentRunId"] for r in children}) == 1
     run_json = json.loads((root / "trained/connect4/hmm/run.json").read_text())
     assert run_json["configurations"] == len(ALPHAS)
+
+
+#: generation 1 of a toy PlayerZero loop: PUCT self-play with a network given by path (one
+#: that knows nothing, agents.pv_net.write_uniform_network) and its arena against plain MCTS
+PLAYERZERO = {
+    "spec": "connect4", "seed": 0, "workers": 1, "networks": [1],
+    "first": {"agent": "mcts:sims=30", "games": 8, "shard_size": 4},
+    "selfplay": {"games": 8, "shard_size": 4, "sims": 8, "c": 1.5, "fpu": 0.25, "parallel": 4,
+                 "temperature_plies": 4, "alpha": 1.0, "eps": 0.25},
+    "arena": {"games": 6, "sims": 8, "opening": 2, "elo1": 40, "min_games": 2},
+}  # fmt: skip
+#: the stage's own steps (flows/stages/playerzero.py, models/playerzero_loop.py) in a flow run
+#: like the stage's: on the cluster's task runner when the environment names the cluster
+PLAYERZERO_FLOW = """
+import json, sys
+from pathlib import Path
+from prefect import flow
+from engine import parse_game_spec
+from flows.stage_io import fan_out, run_flow
+from flows.stages.playerzero import self_play_task
+from models import playerzero_loop as loop
+
+@flow(name="playerzero-generation")
+def generation(home, settings, state, candidate, on_cluster=False):
+    selfplay = self_play_task(Path(home), settings["spec"], settings, state, 1, on_cluster)
+    fought = loop.arena(Path(home), 1, parse_game_spec(settings["spec"]), candidate, settings,
+                        state, mapper=fan_out if on_cluster else None)
+    return {"selfplay": selfplay, "arena": fought}
+
+print(json.dumps(run_flow(generation, {}, None, *json.loads(sys.argv[1]))))
+"""
+
+
+def test_a_playerzero_generation_is_cluster_tasks_with_the_results_of_one_process(live):
+    root, state_dir, state = live
+    from agents.pv_net import write_uniform_network
+    from engine import parse_game_spec
+    from models import playerzero_loop as loop
+
+    home = root / "playerzero" / "connect4"
+    home.mkdir(parents=True)
+    write_uniform_network(parse_game_spec("connect4"), home / "uniform.onnx")
+    pz = loop.new_state(PLAYERZERO)
+    pz["player"] = {"path": "uniform.onnx", "scale": 1}  # by path: in the shared data root
+    candidate = {"model": "uniform.onnx", "scale": 1}  # vs first.agent: no best network yet
+    here = {  # one process, no Prefect, no Dask
+        "selfplay": loop.self_play(home, "connect4", PLAYERZERO, pz, 1),
+        "arena": loop.arena(home, 1, parse_game_spec("connect4"), candidate, PLAYERZERO, pz),
+    }
+    shutil.rmtree(loop.gen_dir(home, 1))  # the same folder again: the same agent specs
+    before = {n: len(_task_runs(state["prefect_api_url"], n)) for n in ("run_shard", "play_job")}
+    code, out, err = _run_python(PLAYERZERO_FLOW, json.dumps([str(home), PLAYERZERO, pz,
+                                 candidate]), cwd=root, env=_stage_env(state))  # fmt: skip
+    assert code == 0, err
+    there = json.loads(out.strip().splitlines()[-1])
+    for key in ("games", "positions", "content_hash", "agent"):
+        assert there["selfplay"][key] == here["selfplay"][key]
+    assert there["arena"] == here["arena"]  # the sequential test stopped at the same pair
+    manifest = json.loads((loop.gen_dir(home, 1) / "data" / "manifest.json").read_text())
+    workers = {e["pgid"] for e in cluster.read_state(state_dir)["processes"]
+               if e["role"] == "worker"}  # fmt: skip
+    makers = {_group(int(s["worker"].rpartition(":")[2])) for s in manifest["shards"].values()}
+    assert makers <= workers  # the shards were made by the cluster's workers
+    after = {n: _task_runs(state["prefect_api_url"], n) for n in ("run_shard", "play_job")}
+    assert len(after["run_shard"]) - before["run_shard"] == manifest["planned_shards"] == 2
+    assert len(after["play_job"]) > before["play_job"]  # arena pairs, in the one server
+    assert {r["state_type"] for r in after["run_shard"] + after["play_job"]} == {"COMPLETED"}
+
+
+#: a TD grid of two configurations at toy size (othello, study 002's chain)
+TD_BASE = {"rule": "q", "activation": "sigmoid", "selection": "egreedy", "hidden": 4,
+           "learning_rate": 0.2, "random_factor": 0.3}  # fmt: skip
+TD_GRID = {"games": 20, "eval_games": 2, "opponent": "alphabeta:depth=1,results=flat",
+           "seed": 5, "axes": {"hidden": [4, 6]}}  # fmt: skip
+
+
+def _td_reference(root: Path) -> dict[str, dict]:
+    """Each configuration trained and measured in this process (no Prefect, no Dask)."""
+    from flows.stages.td import grid_configs
+    from flows.td_jobs import job
+    from models.td_matches import train_and_measure
+
+    out = {}
+    for name, p in grid_configs(TD_BASE, TD_GRID["axes"]).items():
+        settings = {**p, "games": TD_GRID["games"], "seed": TD_GRID["seed"]}
+        measure = ["random", TD_GRID["opponent"]]
+        entry = train_and_measure(job("othello", settings, root / "td-reference" / name,
+                                      measure, TD_GRID["eval_games"], TD_GRID["seed"]))  # fmt: skip
+        out[entry["label"]] = {"label": entry["label"], "params": entry["params"],
+                               **entry["metrics"]}  # fmt: skip
+    return out
+
+
+def _timeless(row: dict) -> dict:
+    return {k: v for k, v in row.items() if "seconds" not in k and not k.endswith("per_s")}
+
+
+def test_td_configurations_are_cluster_tasks_with_the_results_of_one_process(live):
+    root, _state_dir, state = live
+    from mlflow import MlflowClient
+
+    here = _td_reference(root)
+    params = {"games": ["othello"], "workers": 1, "mlflow": {"tracking_uri": "sqlite:///x.db"},
+              "othello": {"spec": "othello", "td": {"base": TD_BASE, "grid": TD_GRID}}}  # fmt: skip
+    (root / "params-td.yaml").write_text(json.dumps(params))
+    code, _out, err = _run("stage", "td-grid", "othello", "--params", str(root / "params-td.yaml"),
+                           cwd=root, env=_stage_env(state))  # fmt: skip
+    assert code == 0, err
+    grid = json.loads((root / "td" / "othello" / "grid" / "grid.json").read_text())
+    there = {row["label"]: _timeless(row) for row in grid["ranking"]}
+    assert there == {label: _timeless(row) for label, row in here.items()}
+    runs = _task_runs(state["prefect_api_url"], "kept_job")
+    assert len(runs) == len(here) and {r["state_type"] for r in runs} == {"COMPLETED"}
+    client = MlflowClient(state["mlflow_uri"])
+    found = client.search_runs([client.get_experiment_by_name("othello").experiment_id])
+    assert sorted(r.data.tags.get("gridbots.config") for r in found if r.data.tags.get(
+        "mlflow.parentRunId")) == sorted(here)  # fmt: skip
+    assert {r.info.status for r in found} == {"FINISHED"}
+
+
+def _run_python(script: str, *args: str, cwd: Path, env: dict[str, str]):
+    done = subprocess.run([sys.executable, "-c", script, *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    return done.returncode, done.stdout, done.stderr
 
 
 def test_down_leaves_no_process(live):

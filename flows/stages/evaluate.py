@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, task
+from prefect import flow
 
 from flows.stage_io import (
-    RETRIES,
     SPEC_OF_KIND,
     StageError,
     atomic_dir,
+    fan_out,
     task_runner,
     write_json,
 )
@@ -52,18 +52,6 @@ def chosen_pairings(
     return pairs
 
 
-@task(**RETRIES)
-def play_pairing(game_spec: str, spec_a: str, spec_b: str, config: dict) -> list[dict]:
-    """One pairing's games (a pure function of its arguments: same rows on any worker)."""
-    from agents.file_agent import make_agent
-    from engine import parse_game_spec
-    from engine.tournament import MatchConfig
-    from engine.tournament import play_pairing as play
-
-    game = parse_game_spec(game_spec)
-    return play(game, spec_a, spec_b, MatchConfig(**config), make_seat=make_agent)
-
-
 def evaluate_flow(root: Path, params: dict, game: str, dask: str | None = None):
     runner = task_runner(params, dask)
     return _evaluate.with_options(task_runner=runner)(root, params, game)
@@ -82,6 +70,7 @@ def _evaluate(root: Path, params: dict, game: str) -> dict[str, Any]:
     """The tournament: each trained bot vs the baselines and vs each other; Parquet + JSON."""
     from engine.tournament import standings, summarize_pairing
     from flows.tournament_output import write_outputs
+    from models.arena import play_job  # one pairing's rows: a pure function of the job
 
     root = Path(root)
     settings = params[game]["evaluate"]
@@ -100,11 +89,11 @@ def _evaluate(root: Path, params: dict, game: str) -> dict[str, Any]:
         if chosen
         else pairing_list(list(bots.values()), baselines)
     )
-    futures = [play_pairing.submit(spec, a, b, config) for a, b in pairs]
+    jobs = [{"game": spec, "a": a, "b": b, **config} for a, b in pairs]
     rows: list[dict] = []
     summaries = []
-    for future in futures:
-        pairing_rows = relabel(future.result(), labels)
+    for result in fan_out(play_job, jobs):
+        pairing_rows = relabel(result, labels)
         rows.extend(pairing_rows)
         summaries.append(summarize_pairing(pairing_rows))
     summary = {

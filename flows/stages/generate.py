@@ -6,17 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, task
+from prefect import flow
 
-from flows.stage_io import RETRIES, task_runner
-
-
-@task(**RETRIES)
-def run_shard(shard_task: dict[str, Any]) -> dict[str, Any]:
-    """One shard into fsynced temporary files (any process, any machine sharing the disk)."""
-    from features.store import run_shard as store_run_shard
-
-    return store_run_shard(shard_task)
+from flows.stage_io import fan_out, task_runner
 
 
 def generate_flow(root: Path, params: dict, game: str, technique: str, dask: str | None = None):
@@ -38,8 +30,9 @@ def _generate(root: Path, params: dict, game: str, technique: str) -> dict[str, 
         seed=int(settings["seed"]),
         replace=True,  # the stage owns its output: other params mean a new dataset
     )
-    futures = [run_shard.submit(shard) for shard in job.tasks]
-    for future in futures:  # committed in shard order as they finish
-        job.commit(future.result())
+    # each shard into fsynced temporary files (any process, any machine sharing the disk),
+    # committed in shard order as they finish
+    for result in fan_out(store.run_shard, job.tasks):
+        job.commit(result)
     manifest = job.finish()
     return {"counts": manifest["counts"], "content_hash": manifest["content_hash"]}

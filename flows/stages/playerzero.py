@@ -6,7 +6,10 @@ its losses, policy accuracy, arena score, self-play positions/s, optimal-move ra
 wall-clock, plus the network as a logged ONNX model. An accepted network is registered as
 `<game>-playerzero` with its evidence and faces the registry's promotion gate. Everything
 lives under playerzero/GAME (a DVC `persist` output): raising `generations` continues the loop,
-and a killed run resumes at the step it was in.
+and a killed run resumes at the step it was in. With a Dask address (flows.stage_io.dask_address)
+the self-play shards, arena pairs and the evaluation match are cluster tasks (flows.stage_io
+.fan_out) whose files land in that folder, in a shared data root; training, validation and
+MLflow stay in the stage's process.
 """
 
 from __future__ import annotations
@@ -30,12 +33,19 @@ def echo(text: str) -> None:
     Console(stderr=True).print(f"[bold]playerzero[/bold] {text}", highlight=False)
 
 
+def _mapper(on_cluster: bool):
+    from flows.stage_io import fan_out
+
+    return fan_out if on_cluster else None
+
+
 @task(**STEP)
-def self_play_task(root: Path, spec: str, settings: dict, state: dict, g: int) -> dict:
+def self_play_task(root: Path, spec: str, settings: dict, state: dict, g: int,
+                   on_cluster: bool = False) -> dict:  # fmt: skip
     from features.store import progress_bar
 
     with progress_bar(f"generation {g} self-play shards") as progress:
-        return loop.self_play(root, spec, settings, state, g, progress)
+        return loop.self_play(root, spec, settings, state, g, progress, _mapper(on_cluster))
 
 
 @task(**STEP)
@@ -49,7 +59,8 @@ def encode_task(root: Path, g: int, game: Any) -> str:
 
 
 @task(**STEP)
-def curriculum_task(root: Path, g: int, game: Any, settings: dict, state: dict, run_id: str):
+def curriculum_task(root: Path, g: int, game: Any, settings: dict, state: dict, run_id: str,
+                    on_cluster: bool = False):  # fmt: skip
     from models.tracking import client
 
     mlflow = client()
@@ -58,12 +69,14 @@ def curriculum_task(root: Path, g: int, game: Any, settings: dict, state: dict, 
         for key, value in metrics.items():
             mlflow.log_metric(run_id, f"train.{key}", float(value), step=step)
 
-    return loop.curriculum_step(root, g, game, settings, state, echo, progress)
+    return loop.curriculum_step(root, g, game, settings, state, echo, progress,
+                                _mapper(on_cluster))  # fmt: skip
 
 
 @task(**STEP)
-def evaluate_task(root: Path, g: int, game: Any, model: str, settings: dict) -> dict:
-    return loop.evaluate(root, g, game, model, settings)
+def evaluate_task(root: Path, g: int, game: Any, model: str, settings: dict,
+                  on_cluster: bool = False) -> dict:  # fmt: skip
+    return loop.evaluate(root, g, game, model, settings, _mapper(on_cluster))
 
 
 @task(**STEP)
@@ -123,7 +136,7 @@ def _flat_metrics(summary: dict[str, Any]) -> dict[str, float]:
 
 
 def _generation(root: Path, spec: str, game: Any, settings: dict, gate: dict, state: dict,
-                g: int, parent_id: str, experiment: str) -> dict:  # fmt: skip
+                g: int, parent_id: str, experiment: str, on_cluster: bool) -> dict:  # fmt: skip
     from models.tracking import client
 
     mlflow = client()
@@ -144,15 +157,15 @@ def _generation(root: Path, spec: str, game: Any, settings: dict, gate: dict, st
                            "students": state["students"]}.items():  # fmt: skip
             mlflow.log_param(run_id, key, str(value))
     clock = loop.timer()
-    selfplay = self_play_task(root, spec, settings, state, g)
+    selfplay = self_play_task(root, spec, settings, state, g, on_cluster)
     echo(f"generation {g}: {selfplay['games']} games, {selfplay['positions']} positions, "
          f"{selfplay['positions_per_s']:.0f} positions/s ({selfplay['agent']})")  # fmt: skip
     validate_task(root, g, settings["validation"])
     encode_task(root, g, game)
-    runs, fought, changes = curriculum_task(root, g, game, settings, state, run_id)
+    runs, fought, changes = curriculum_task(root, g, game, settings, state, run_id, on_cluster)
     role = "student" if "student" in fought else "coach"
     candidate = runs[role]
-    evaluation = evaluate_task(root, g, game, candidate["model"], settings)
+    evaluation = evaluate_task(root, g, game, candidate["model"], settings, on_cluster)
     if "policy" in evaluation:
         echo(f"generation {g}: optimal moves: policy {evaluation['policy']['optimal_rate']:.3f}"
              f", puct {evaluation['puct']['optimal_rate']:.3f}")  # fmt: skip
@@ -182,8 +195,17 @@ def _generation(root: Path, spec: str, game: Any, settings: dict, gate: dict, st
     return loop.commit(root, g, state, changes, summary)
 
 
+def playerzero_stage(root: Path, params: dict, game_name: str, generations: int | None = None,
+                     dask: str | None = None) -> dict:  # fmt: skip
+    """The stage: the flow, its fan-out on the cluster when it has a Dask address."""
+    from flows.stage_io import run_flow
+
+    return run_flow(playerzero_flow, params, dask, root, params, game_name, generations)
+
+
 @flow(name="playerzero")
-def playerzero_flow(root: Path, params: dict, game_name: str, generations: int | None = None):
+def playerzero_flow(root: Path, params: dict, game_name: str, generations: int | None = None,
+                    on_cluster: bool = False):  # fmt: skip
     """The loop of one game up to `generations` (default params), resuming where it stopped."""
     from engine import parse_game_spec
     from flows.stage_io import lineage, use_tracking
@@ -191,7 +213,7 @@ def playerzero_flow(root: Path, params: dict, game_name: str, generations: int |
 
     settings = params["playerzero"][game_name]
     use_tracking(params, root)
-    root = Path(root)
+    root = Path(root).resolve() if on_cluster else Path(root)  # workers may run elsewhere
     home = root / "playerzero" / game_name
     state = loop.load_state(home, settings)
     spec = str(settings.get("spec", game_name))
@@ -219,7 +241,7 @@ def playerzero_flow(root: Path, params: dict, game_name: str, generations: int |
             break
         gate = {**params["promote"], **settings.get("promote", {})}  # the loop may play fewer
         state = _generation(home, spec, game, settings, gate, state, g,
-                            state["parent_run_id"], experiment)  # fmt: skip
+                            state["parent_run_id"], experiment, on_cluster)  # fmt: skip
     from flows.playerzero_report import write_loop_report
 
     report = write_loop_report(home, game.name, settings)

@@ -14,8 +14,11 @@
   td-promote     the registry's gate for the new `<game>-td` version and, with the same gate,
                  for the dataset chain's families (`<game>-value-mlp`)
 
-Training configurations run in worker processes (params `workers`); every configuration is a
-nested MLflow run under its stage's parent run. Outputs are written into scratch folders and
+Training configurations and tournament pairings run in worker processes (params `workers`), or
+with a Dask address (flows.stage_io.dask_address) as cluster tasks (flows.stage_io.fan_out): each
+writes its network into the stage's folder in the shared data root and returns its metrics, and
+the flow logs every configuration as a nested MLflow run under its stage's parent run (no worker
+opens a run, so a killed worker leaves none RUNNING). Outputs are written into scratch folders and
 renamed into place when complete; the grid keeps each finished configuration and the long
 training checkpoints outside their outputs (under .cache/td), so a killed run resumes where it
 stopped.
@@ -31,13 +34,12 @@ from typing import Any
 
 from prefect import flow, task
 
-from flows.stage_io import RETRIES, atomic_dir, use_tracking, write_json
+from flows.stage_io import RETRIES, atomic_dir, fan_out, use_tracking, write_json
 from flows.stage_runs import log_stage_run
 from flows.td_jobs import (
     job,
     kept_job,
     long_job,
-    play_one,
     read_output,
     run_jobs,
     write_curve,
@@ -114,9 +116,14 @@ def against_minimax(spec: str, entry: dict, opponent: str, games: int, seed: int
     }
 
 
+def _home(root: Path, on_cluster: bool) -> Path:
+    """The repository root; absolute on a cluster, whose workers may run elsewhere."""
+    return Path(root).resolve() if on_cluster else Path(root)
+
+
 @flow(name="td-study")
-def study_flow(root: Path, params: dict, game: str) -> dict[str, Any]:
-    root = Path(root)
+def study_flow(root: Path, params: dict, game: str, on_cluster: bool = False) -> dict[str, Any]:
+    root = _home(root, on_cluster)
     use_tracking(params, root)
     chain, spec = params[game]["td"], params[game]["spec"]
     settings = chain["study"]
@@ -135,7 +142,8 @@ def study_flow(root: Path, params: dict, game: str) -> dict[str, Any]:
             )
             for name, p in configs.items()
         ]
-        trained = run_jobs(jobs, int(params["workers"]), f"{game}: study configurations")
+        trained = run_jobs(jobs, int(params["workers"]), f"{game}: study configurations",
+                           mapper=fan_out if on_cluster else None)  # fmt: skip
         models = {name: entry for name, entry in zip(configs, trained, strict=True)}
         matrices = study_matrices(spec, models, rows, int(settings["matrix_games"]), seed)
         base = models[next(iter(configs))]
@@ -201,8 +209,8 @@ def rank_key(entry: dict, opponent: str) -> tuple[float, float]:
 
 
 @flow(name="td-grid")
-def grid_flow(root: Path, params: dict, game: str) -> dict[str, Any]:
-    root = Path(root)
+def grid_flow(root: Path, params: dict, game: str, on_cluster: bool = False) -> dict[str, Any]:
+    root = _home(root, on_cluster)
     use_tracking(params, root)
     chain, spec = params[game]["td"], params[game]["spec"]
     settings = chain["grid"]
@@ -223,7 +231,8 @@ def grid_flow(root: Path, params: dict, game: str) -> dict[str, Any]:
             for name, p in configs.items()
         ]
         resumed = sum((kept / name / "entry.json").is_file() for name in configs)
-        trained = run_jobs(jobs, int(params["workers"]), f"{game}: full grid", work=kept_job)
+        trained = run_jobs(jobs, int(params["workers"]), f"{game}: full grid", work=kept_job,
+                           mapper=fan_out if on_cluster else None)  # fmt: skip
         seconds = time.perf_counter() - began
         ranked = sorted(trained, key=lambda e: rank_key(e, opponent), reverse=True)
         best = ranked[0]
@@ -281,10 +290,10 @@ def long_runs(root: Path, game: str, settings: dict) -> dict[str, dict]:
 
 
 @flow(name="td-long")
-def long_flow(root: Path, params: dict, game: str) -> dict[str, Any]:
+def long_flow(root: Path, params: dict, game: str, on_cluster: bool = False) -> dict[str, Any]:
     from models.td_runs import log_and_register
 
-    root = Path(root)
+    root = _home(root, on_cluster)
     use_tracking(params, root)
     chain, spec = params[game]["td"], params[game]["spec"]
     settings = chain["long"]
@@ -304,7 +313,8 @@ def long_flow(root: Path, params: dict, game: str) -> dict[str, Any]:
             }
             for name, p in runs.items()
         ]
-        done = run_jobs(jobs, int(params["workers"]), f"{game}: long training", work=long_job)
+        done = run_jobs(jobs, int(params["workers"]), f"{game}: long training", work=long_job,
+                        mapper=fan_out if on_cluster else None)  # fmt: skip
         summary = {}
         for name, entry in zip(runs, done, strict=True):
             entry["registered"] = log_and_register(entry, game, f"{game}-td-long-{name}")
@@ -331,10 +341,13 @@ def long_flow(root: Path, params: dict, game: str) -> dict[str, Any]:
 
 # ---- td-tournament and td-promote ----------------------------------------------------------------
 @flow(name="td-tournament")
-def tournament_flow(root: Path, params: dict, game: str) -> dict[str, Any]:
+def tournament_flow(
+    root: Path, params: dict, game: str, on_cluster: bool = False
+) -> dict[str, Any]:
     from engine.tournament import standings, summarize_pairing
     from flows.stages.evaluate import bot_specs, relabel
     from flows.tournament_output import write_outputs
+    from models.arena import play_job
 
     root = Path(root)
     chain, spec = params[game]["td"], params[game]["spec"]
@@ -368,10 +381,11 @@ def tournament_flow(root: Path, params: dict, game: str) -> dict[str, Any]:
         }
         for a, b in pairs
     ]
-    done = run_jobs(jobs, int(params["workers"]), f"{game}: tournament", work=play_one)
+    done = run_jobs(jobs, int(params["workers"]), f"{game}: tournament", work=play_job,
+                    mapper=fan_out if on_cluster else None)  # fmt: skip
     rows, summaries = [], []
     for result in done:
-        pairing = relabel(result["rows"], labels)
+        pairing = relabel(result, labels)
         rows.extend(pairing)
         summaries.append(summarize_pairing(pairing))
     summary = {

@@ -11,11 +11,11 @@ from prefect import flow, task
 
 from flows.params import stage_label
 from flows.stage_io import (
-    DASK_ENV,
     RETRIES,
     atomic_dir,
+    fan_out,
     lineage,
-    task_runner,
+    run_flow,
     use_tracking,
     write_json,
 )
@@ -40,28 +40,19 @@ def tag_runs(run_ids: list[str], tags: dict[str, str]) -> None:
             mlflow_client.set_tag(run_id, key, value)
 
 
-@task(**RETRIES)
-def train_configuration(job: dict[str, Any]) -> dict[str, Any]:
-    """One sweep configuration, a nested MLflow run, on whichever worker is free."""
+def _on_cluster(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each sweep configuration a nested MLflow run (models.tracking.train_config) on
+    whichever worker is free."""
     from models.tracking import train_config
 
-    return train_config(job)
-
-
-def _on_cluster(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    futures = [train_configuration.submit(job) for job in jobs]
-    return [future.result() for future in futures]
+    return list(fan_out(train_config, jobs))
 
 
 def train_flow(root: Path, params: dict, game: str, name: str, dask: str | None = None):
-    """The train stage; with a Dask address (argument, $GRIDBOTS_DASK_ADDRESS or params
-    dask.address) the sweep's configurations are cluster tasks, else they train one after
-    another here (each training already uses both cores)."""
-    address = dask or os.environ.get(DASK_ENV) or params.get("dask", {}).get("address") or ""
-    if not address:
-        return _train(root, params, game, name)
-    runner = task_runner(params, address)
-    return _train.with_options(task_runner=runner)(root, params, game, name, on_cluster=True)
+    """The train stage; with a Dask address (flows.stage_io.dask_address) the sweep's
+    configurations are cluster tasks, else they train one after another here (each training
+    already uses both cores)."""
+    return run_flow(_train, params, dask, root, params, game, name)
 
 
 @flow(name="train")
