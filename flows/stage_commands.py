@@ -309,7 +309,8 @@ def ui(
     prefect, api = start_prefect_server(prefect_port)
     mlflow = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri,
-         "--host", "127.0.0.1", "--port", str(mlflow_port)],
+         "--host", "127.0.0.1", "--port", str(mlflow_port),
+         "--workers", "1"],  # one person's UI: mlflow's default 4 each import mlflow
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # its own group: its server processes stop with it
