@@ -134,11 +134,13 @@ def neat(
     game: GAME,
     name: Annotated[str, typer.Argument(help="A key of GAME.models (a NEAT training case).")],
     params: PARAMS = DEFAULT_PARAMS,
+    dask: DASK = None,
 ):
-    """trained/GAME/NAME: a NEAT training case, every seed, the champion registered."""
-    from flows.stages.neat import neat_flow
+    """trained/GAME/NAME: a NEAT training case, every seed (each a cluster task when given a
+    Dask cluster), the champion registered."""
+    from flows.stages.neat import neat_stage
 
-    summary = neat_flow(ROOT, _load("neat", game, name, params), name)
+    summary = neat_stage(ROOT, _load("neat", game, name, params), name, dask)
     typer.echo(
         f"trained/{game}/{name}: best fitness {summary['metrics']['best_fitness']:.2f} "
         f"(seed {summary['best_seed']}), version {summary['version']}, parity {summary['parity']}"

@@ -147,8 +147,8 @@ def cluster_task(work: str, job: Any, label: str) -> Any:
 def fan_out(work: Callable[[Any], Any], jobs: Sequence[Any]) -> Iterator[Any]:
     """`work(job)` for every job as a `cluster_task` on the running flow's task runner (a Dask
     cluster's workers, or the flow's threads): every generation shard, sweep configuration,
-    tournament pairing, TD configuration and PlayerZero self-play shard or arena pair of a
-    cluster run goes through here. Results come in job order, each as soon as it and those
+    tournament pairing, TD configuration, PlayerZero self-play shard or arena pair and NEAT
+    seed of a cluster run goes through here. Results come in job order, each as soon as it and those
     before it are done, so the caller commits them as they arrive."""
     name = f"{work.__module__}:{work.__name__}"
     futures = [

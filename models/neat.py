@@ -5,18 +5,22 @@ into a neat-python config file at run time (no hand-edited file), the training p
 genomes and whole populations as JSON (never neat-python's pickled checkpoints). Training is
 models.neat_train, fitness evaluation models.neat_eval, MLflow and export models.neat_track.
 
-Seeding: neat-python draws from Python's `random`, seeded once per run; evaluation draws only
-from its own seeded generators, so a run is reproducible, and a checkpoint stores `random`'s
-state so that a resumed run continues exactly as if never stopped.
+Seeding: neat-python draws from Python's `random` functions, which a run points at a generator of
+its own seeded once per run (`neat_draws`: a cluster worker's or a flow's other threads draw
+from the process-wide one too); evaluation draws only from its own seeded generators, so a run is
+reproducible in any process, and a checkpoint stores the generator's state so that a resumed
+run continues exactly as if never stopped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import random
 import tempfile
+from collections.abc import Iterator
 from itertools import count
 from typing import Any
 
@@ -157,6 +161,40 @@ def config_text(sections: dict[str, dict[str, Any]]) -> str:
         lines += [f"{key} = {value}" for key, value in values.items()]
         lines.append("")
     return "\n".join(lines)
+
+
+#: neat-python's functions that draw, bound from `random` when its modules were imported
+NEAT_DRAWS = {
+    "attributes": ("choice", "gauss", "random", "uniform", "randint"),
+    "genes": ("random",),
+    "genome": ("choice", "random", "shuffle"),
+}
+
+
+@contextlib.contextmanager
+def neat_draws(rng: random.Random) -> Iterator[random.Random]:
+    """neat-python draws from `rng` inside the block, not from `random`'s process-wide
+    generator, which other threads of the process (a Dask worker's, Prefect's clients) may draw
+    from between two of a run's draws: a seeded run breeds the same genomes in any process (a
+    plain one gets exactly the draws it got before). Its modules' functions are swapped back
+    afterwards, so neat-python used elsewhere is untouched."""
+    import importlib
+
+    saved = []
+    try:
+        for name, functions in NEAT_DRAWS.items():
+            module = importlib.import_module(f"neat.{name}")
+            for function in functions:
+                saved.append((module, function, getattr(module, function)))
+                setattr(module, function, getattr(rng, function))
+        for name in ("population", "reproduction"):  # these call random.seed / random.choice
+            module = importlib.import_module(f"neat.{name}")
+            saved.append((module, "random", module.random))
+            module.random = rng
+        yield rng
+    finally:
+        for module, function, original in reversed(saved):
+            setattr(module, function, original)
 
 
 @functools.cache

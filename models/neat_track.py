@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from agents.neat_network import network, to_onnx
+from models.arena import Mapper
 from models.base import TrainingResult, artifact_metadata
 from models.neat import make_config, network_game_spec, write_json
 from models.neat_train import CaseResult, Trainer
@@ -65,6 +66,36 @@ def export_champion(trainer: Trainer, result: CaseResult, out_dir: Path) -> tupl
     temp.write_bytes(model)
     temp.replace(path)
     return path, parity(result.champion, trainer.sections, model)
+
+
+def seed_files(trainer: Trainer, result: CaseResult, seed_dir: Path) -> tuple[Path, float, list]:
+    """A trained seed's files in seed_dir: champion (JSON, ONNX), history, the champion's game,
+    the fitness curve and renders; (ONNX path, parity, pictures)."""
+    onnx_path, gap = export_champion(trainer, result, seed_dir)
+    write_json(seed_dir / "history.json", result.history)
+    write_json(
+        seed_dir / "champion_game.json",
+        {"stats": result.champion_stats, "trace": result.trace},
+    )
+    title = f"{trainer.case}, seed {trainer.params['seed']}"
+    pictures = [
+        curve_png(result.history, seed_dir / "fitness.png", title),
+        renders(trainer, result, seed_dir / "game.png"),
+    ]
+    return onnx_path, gap, pictures
+
+
+def train_seed(job: dict[str, Any]) -> dict[str, Any]:
+    """One seed trained where it is sent (a cluster worker): resumed from job["work"]'s
+    checkpoint (a retry after a lost worker continues exactly where the last generation
+    ended), its files written into job["out"], its result returned as plain values. It opens
+    no MLflow run (train_case logs the seed's run in the flow's process), so a killed worker
+    leaves none RUNNING."""
+    trainer = Trainer(job["case"], job["params"], Path(job["work"]))
+    result = trainer.run()
+    onnx_path, gap, _ = seed_files(trainer, result, Path(job["out"]))
+    record = {k: v for k, v in vars(result).items() if k != "files"}
+    return {"result": record, "onnx": str(onnx_path), "parity": gap}
 
 
 def renders(trainer: Trainer, result: CaseResult, path: Path) -> Path:
@@ -132,8 +163,11 @@ def train_case(
     register: bool = True,
     progress: Callable[[int, dict[str, float]], None] | None = None,
     tags: dict[str, str] | None = None,
+    mapper: Mapper | None = None,
 ) -> dict[str, Any]:
-    """Trains every seed (resuming from work/seed-N checkpoints), logs, exports, registers."""
+    """Trains every seed (resuming from work/seed-N checkpoints), logs, exports, registers.
+    `mapper` (a cluster: flows.stage_io.fan_out) trains the seeds elsewhere (`train_seed`);
+    their runs are then logged here from what they return and the files they wrote."""
     import mlflow
 
     from models.registry import register_run
@@ -145,31 +179,37 @@ def train_case(
     with mlflow.start_run(experiment_id=exp, run_name=f"territory-neat-{case}") as parent:
         mlflow.set_tags({"gridbots.family": FAMILY, "gridbots.case": case, **(tags or {})})
         mlflow.log_params({"case": case, "seeds": json.dumps(seeds)})
+        jobs = [
+            {"case": case, "params": {**params, "seed": seed}, "seed": seed,
+             "work": str(Path(work, f"seed-{seed}").resolve()),
+             "out": str(Path(out_dir, f"seed-{seed}").resolve())}
+            for seed in seeds
+        ] if mapper else []  # fmt: skip
+        remote = dict(zip(seeds, mapper(train_seed, jobs), strict=True)) if mapper else {}
         for seed in seeds:
             with mlflow.start_run(experiment_id=exp, run_name=f"{case}-seed{seed}", nested=True):
+                # a seed trained elsewhere left its finished checkpoint: this reads it back
                 trainer = Trainer(case, {**params, "seed": seed}, work / f"seed-{seed}")
                 mlflow.log_params({k: json.dumps(v) for k, v in trainer.params.items()})
                 mlflow.set_tags({"gridbots.family": FAMILY, "gridbots.case": case, **(tags or {})})
-                for row in trainer.history:  # a resumed run: the generations already done
-                    _log_row(row)
 
                 def report(row: dict[str, float], seed: int = seed) -> None:
                     _log_row(row)
                     if progress:
                         progress(seed, row)
 
-                result = trainer.run(report)
                 seed_dir = out_dir / f"seed-{seed}"
-                onnx_path, gap = export_champion(trainer, result, seed_dir)
-                write_json(seed_dir / "history.json", result.history)
-                write_json(
-                    seed_dir / "champion_game.json",
-                    {"stats": result.champion_stats, "trace": result.trace},
-                )
-                pictures = [
-                    curve_png(result.history, seed_dir / "fitness.png", f"{case}, seed {seed}"),
-                    renders(trainer, result, seed_dir / "game.png"),
-                ]
+                if seed in remote:  # trained on a cluster worker: its rows, its files here
+                    result = CaseResult(**remote[seed]["result"])
+                    for row in result.history:
+                        report(row)
+                    onnx_path, gap = Path(remote[seed]["onnx"]), float(remote[seed]["parity"])
+                    pictures = [seed_dir / "fitness.png", seed_dir / "game.png"]
+                else:
+                    for row in trainer.history:  # a resumed run: the generations already done
+                        _log_row(row)
+                    result = trainer.run(report)
+                    onnx_path, gap, pictures = seed_files(trainer, result, seed_dir)
                 for picture in pictures:
                     mlflow.log_artifact(str(picture), artifact_path="plots")
                 mlflow.log_artifact(str(seed_dir / "champion.json"), artifact_path="genome")

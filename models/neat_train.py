@@ -33,6 +33,7 @@ from models.neat import (
     jsonable,
     lineage_params,
     make_config,
+    neat_draws,
     population_from_json,
     population_to_json,
     write_json,
@@ -114,13 +115,15 @@ class Trainer:
         self.history: list[dict[str, float]] = []
         seats = ("blue", "red") if self.coevolve else ("blue",)
         self.configs = {seat: make_config(self.sections) for seat in seats}
+        self.rng = random.Random()  # neat-python's draws (models.neat.neat_draws)
         if self.checkpoint.is_file():
             self._resume()
         else:
             import neat
 
-            random.seed(int(self.params["seed"]))
-            self.pops = {seat: neat.Population(c) for seat, c in self.configs.items()}
+            self.rng.seed(int(self.params["seed"]))
+            with neat_draws(self.rng):
+                self.pops = {seat: neat.Population(c) for seat, c in self.configs.items()}
 
     # ---- checkpoints -------------------------------------------------------------------------
     def _resume(self) -> None:
@@ -144,11 +147,11 @@ class Trainer:
         self.history = data["history"]
         self.hall = data.get("hall", [])
         state = data["random_state"]  # after every population restored its own view
-        random.setstate((state[0], tuple(state[1]), state[2]))
+        self.rng.setstate((state[0], tuple(state[1]), state[2]))
 
     def save(self) -> None:
         populations = {seat: population_to_json(pop) for seat, pop in self.pops.items()}
-        state = random.getstate()
+        state = self.rng.getstate()
         write_json(
             self.checkpoint,
             {
@@ -372,8 +375,9 @@ class Trainer:
                 }
             )
         self.history.append(row)
-        for pop in self.pops.values():
-            pop.run(lambda genomes, config: None, 1)  # fitness is assigned: breed only
+        with neat_draws(self.rng):
+            for pop in self.pops.values():
+                pop.run(lambda genomes, config: None, 1)  # fitness is assigned: breed only
         return row
 
     def reached_threshold(self) -> bool:

@@ -2,9 +2,9 @@
 workers; loopback, free ports) started by `gridbots cluster up` once for the module and torn
 down by PID: generation on it matches a one-process run shard for shard, its tasks are in the
 one Prefect server, a worker killed with SIGKILL mid-stage costs nothing, a late worker gets
-work, a sweep's configurations, a PlayerZero generation's self-play shards and arena pairs and
-a TD grid's configurations are cluster tasks with the results of a one-process run, and `down`
-leaves no process behind."""
+work, a sweep's configurations, a PlayerZero generation's self-play shards and arena pairs, a
+TD grid's configurations and a NEAT case's seeds are cluster tasks with the results of a
+one-process run, and `down` leaves no process behind."""
 
 from __future__ import annotations
 
@@ -385,6 +385,42 @@ def test_td_configurations_are_cluster_tasks_with_the_results_of_one_process(liv
     found = client.search_runs([client.get_experiment_by_name("othello").experiment_id])
     assert sorted(r.data.tags.get("gridbots.config") for r in found if r.data.tags.get(
         "mlflow.parentRunId")) == sorted(here)  # fmt: skip
+    assert {r.info.status for r in found} == {"FINISHED"}
+
+
+#: a NEAT training case of two seeds at toy size (the territory chain, study 003)
+NEAT_CASE = {"case": "against-red", "seeds": [0, 1],
+             "params": {"generations": 2, "config": {"NEAT": {"pop_size": 16}}}}  # fmt: skip
+
+
+def test_neat_seeds_are_cluster_tasks_with_the_results_of_one_process(live):
+    root, _state_dir, state = live
+    from mlflow import MlflowClient
+
+    from models.neat_train import Trainer
+
+    here = {}  # each seed trained in this process first (no Prefect, no Dask)
+    for seed in NEAT_CASE["seeds"]:
+        settings = {"workers": 1, **NEAT_CASE["params"], "seed": seed}
+        here[seed] = Trainer(NEAT_CASE["case"], settings, root / "neat-reference" / str(seed)).run()
+    params = {"games": ["territory"], "workers": 1, "mlflow": {"tracking_uri": "sqlite:///x.db"},
+              "territory": {"models": {"tiny": {"family": "neat", **NEAT_CASE}}}}  # fmt: skip
+    (root / "params-neat.yaml").write_text(json.dumps(params))
+    args = ("stage", "neat", "territory", "tiny", "--params", str(root / "params-neat.yaml"))
+    code, _out, err = _run(*args, cwd=root, env=_stage_env(state))
+    assert code == 0, err
+    for seed, result in here.items():
+        there = root / "trained" / "territory" / "tiny" / f"seed-{seed}"
+        history = json.loads((there / "history.json").read_text())
+        assert [_timeless(row) for row in history] == [_timeless(row) for row in result.history]
+        champion = json.loads((there / "champion.json").read_text())
+        assert champion == json.loads(json.dumps(result.champion))
+    runs = _task_runs(state["prefect_api_url"], "train_seed")
+    assert len(runs) == 2 and {r["state_type"] for r in runs} == {"COMPLETED"}
+    client = MlflowClient(state["mlflow_uri"])
+    found = client.search_runs([client.get_experiment_by_name("territory").experiment_id])
+    assert sorted(r.info.run_name for r in found) == [
+        "against-red-seed0", "against-red-seed1", "territory-neat-against-red"]  # fmt: skip
     assert {r.info.status for r in found} == {"FINISHED"}
 
 

@@ -6,7 +6,10 @@ and registered as a `territory-neat` version.
 
 A killed stage resumes: every seed checkpoints its populations (JSON) after each generation under
 `checkpoints/territory/NAME/<parameters hash>/seed-N`, outside DVC's outputs, so a rerun with the
-same parameters continues where it stopped and other parameters start afresh.
+same parameters continues where it stopped and other parameters start afresh. With a Dask address
+(flows.stage_io.dask_address) every seed is a cluster task (models.neat_track.train_seed): it
+trains from that checkpoint on a worker and writes its files into the stage's folder in the shared
+data root; its MLflow run is logged here afterwards.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 
 from prefect import flow
 
-from flows.stage_io import atomic_dir, lineage, use_tracking, write_json
+from flows.stage_io import atomic_dir, fan_out, lineage, run_flow, use_tracking, write_json
 from flows.stages.train import tag_runs, write_curve
 
 GAME = "territory"
@@ -44,8 +47,13 @@ def checkpoint_dir(root: Path, name: str, settings: dict[str, Any]) -> Path:
     return Path(root) / "checkpoints" / GAME / name / digest
 
 
+def neat_stage(root: Path, params: dict, name: str, dask: str | None = None) -> dict[str, Any]:
+    """The stage: the flow, its seeds on the cluster when it has a Dask address."""
+    return run_flow(neat_flow, params, dask, root, params, name)
+
+
 @flow(name="neat")
-def neat_flow(root: Path, params: dict, name: str) -> dict[str, Any]:
+def neat_flow(root: Path, params: dict, name: str, on_cluster: bool = False) -> dict[str, Any]:
     """trained/territory/NAME: every seed of one training case, the best seed's champion
     registered; metrics/territory/train-NAME.json and plots/territory/NAME.csv."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -53,7 +61,7 @@ def neat_flow(root: Path, params: dict, name: str) -> dict[str, Any]:
     from models.neat_track import train_case
 
     use_tracking(params, root)
-    root = Path(root)
+    root = Path(root).resolve() if on_cluster else Path(root)  # workers may run elsewhere
     settings = model_settings(params, name)
     generations = int(settings["params"].get("generations", 10))
     work = checkpoint_dir(root, name, settings)
@@ -87,6 +95,7 @@ def neat_flow(root: Path, params: dict, name: str) -> dict[str, Any]:
             experiment=GAME,
             progress=progress,
             tags={"gridbots.model": name},
+            mapper=fan_out if on_cluster else None,
         )
         best = outcome["best"]
         result = best["result"]
