@@ -291,7 +291,8 @@ class OnnxSequencePredictor(Predictor):
     """An exported recurrent model (models.lstm): input [batch, T, features] of rounds
     (quantitative: one number per player; qualitative: one-hot blocks), output per step the
     learning seat's action in the next round: num_actions + 1 scores (class 0 the neutral
-    value, a + 1 action a) or one number (an mse model: the action itself)."""
+    value, a + 1 action a), such a block per seat (a model of every seat: the block of the
+    seat asked for) or one number (an mse model: the action itself)."""
 
     def __init__(self, path: Path, game: Game, session: Any = None, meta: dict | None = None):
         from agents.onnx_eval import open_session
@@ -328,12 +329,25 @@ class OnnxSequencePredictor(Predictor):
             step = np.asarray(out, dtype=np.float64).reshape(size, -1)[last]
         except Exception as problem:  # onnxruntime raises its own exception types
             raise AgentError(f"seq: the ONNX sequence model does not run: {problem}") from None
-        if step.size == g.num_actions + 1:
-            return step[1:]
+        classes = g.num_actions + 1
+        if step.size == g.num_players * classes and g.num_players > 1:  # a block per seat
+            step = step[player * classes : (player + 1) * classes]
+        if step.size == classes:
+            return neutral_scores(step, g.neutral_action)
         if step.size == 1:
             return -np.abs(step[0] - np.arange(g.num_actions))
         raise AgentError(f"seq: the ONNX model gives {step.size} values per step, expected "
-                         f"{g.num_actions + 1} (scores) or 1 (an action)")  # fmt: skip
+                         f"{classes} (scores), {classes} per seat or 1 (an action)")  # fmt: skip
+
+
+def neutral_scores(step: np.ndarray, neutral: int) -> np.ndarray:
+    """Per-action scores from [neutral class, action 0..A-1] scores. Where the neutral value is
+    itself an action (Sokoban's `stay`: a player who waits for a team-mate) the encoding folds
+    it into class 0, so class 0 is its score; elsewhere (-1, -2) class 0 means "no action"."""
+    scores = np.array(step[1:], dtype=np.float64)
+    if 0 <= neutral < len(scores):
+        scores[neutral] = step[0]
+    return scores
 
 
 def load_predictor(path: str | Path, game: Game) -> Predictor:

@@ -96,13 +96,14 @@ def closure(roots: list[str], root: Path = ROOT) -> set[Path]:
     return {module_file(name, root) for name in seen} - {None}
 
 
-def stage_roots(stage: str) -> list[str]:
-    """`generate-connect4@battle` → the modules its command runs."""
+def stage_roots(stage: str, technique: str | None = None) -> list[str]:
+    """`generate-connect4@battle` → the modules its command runs (a dataset named otherwise
+    than its technique, Sokoban's `planner`, passes the technique its params name)."""
     kind, _, key = stage.partition("@")
     kind = kind.split("-")[0]
     roots = [f"flows.stages.{kind}"]
     if kind == "generate":
-        roots.append(f"features.generate.{key}")
+        roots.append(f"features.generate.{technique or key}")
     return roots
 
 
@@ -132,6 +133,7 @@ def stages(root: Path = ROOT, params_file: str = "params.yaml") -> dict[str, dic
     params = yaml.safe_load((root / params_file).read_text())
     spec = yaml.safe_load((root / "dvc.yaml").read_text())["stages"]
     expanded: dict[str, dict[str, Any]] = {}
+    techniques: dict[str, str] = {}
     for name, stage in spec.items():
         if "foreach" in stage:
             items = _render(stage["foreach"], params)
@@ -139,6 +141,8 @@ def stages(root: Path = ROOT, params_file: str = "params.yaml") -> dict[str, dic
             for key, item in items.items():
                 variables = {**params, "key": key, "item": item}
                 expanded[f"{name}@{key}"] = _render(stage["do"], variables)
+                if isinstance(item, dict) and "technique" in item:  # generate's own choice
+                    techniques[f"{name}@{key}"] = str(item["technique"])
         else:
             expanded[name] = _render(stage, params)
     result = {}
@@ -148,6 +152,8 @@ def stages(root: Path = ROOT, params_file: str = "params.yaml") -> dict[str, dic
             for entry in stage.get(field, []):
                 outs.append(next(iter(entry)) if isinstance(entry, dict) else entry)
         result[name] = {"cmd": stage["cmd"], "deps": stage.get("deps", []), "outs": outs}
+        if name in techniques:
+            result[name]["technique"] = techniques[name]
     return result
 
 
@@ -155,7 +161,7 @@ def missing_deps(name: str, stage: dict[str, Any], root: Path = ROOT) -> list[st
     """Source files the stage executes that none of its deps covers."""
     covered = [root / dep for dep in stage["deps"]]
     missing = []
-    for path in sorted(closure(stage_roots(name), root)):
+    for path in sorted(closure(stage_roots(name, stage.get("technique")), root)):
         if not any(path == dep or dep in path.parents for dep in covered):
             missing.append(str(path.relative_to(root)))
     return missing
@@ -164,8 +170,10 @@ def missing_deps(name: str, stage: dict[str, Any], root: Path = ROOT) -> list[st
 def main() -> None:
     """Prints, per stage, the source files its command executes (dvc.yaml's deps)."""
     report = {
-        name: sorted(str(p.relative_to(ROOT)) for p in closure(stage_roots(name)))
-        for name in stages()
+        name: sorted(
+            str(p.relative_to(ROOT)) for p in closure(stage_roots(name, stage.get("technique")))
+        )
+        for name, stage in stages().items()
     }
     print(json.dumps(report, indent=1))
 

@@ -120,6 +120,35 @@ def production_lines(promotion: dict[str, Any]) -> list[str]:
     return lines
 
 
+def puzzle_lines(summary: dict[str, Any]) -> list[str]:
+    """A puzzle's table (flows/stages/evaluate.py): per level and bot, the success rate with
+    its 95% interval and the laps beside the reference on the scenarios both solved."""
+    if "levels" not in summary:
+        return []
+    reference = summary.get("reference", "")
+    lines = [
+        f"Each bot plays every seat; {summary['games_per_pairing']} attempts per level, each "
+        f"after {summary.get('opening_laps', 0)} seeded random laps; laps compared with "
+        f"`{reference}` on the attempts both solved.",
+        "",
+        "| level | bot | solved | success rate [95%] | mean laps | laps vs reference |",
+        "|---|---|---:|---|---:|---|",
+    ]
+    for r in summary["levels"]:
+        laps = "-" if r["mean_laps"] is None else f"{r['mean_laps']:.1f}"
+        versus = (
+            "-" if r["laps_ratio"] is None
+            else f"{r['mean_laps_both']:.1f} vs {r['reference_laps_both']:.1f} "
+            f"(x{r['laps_ratio']:.2f}, {r['both_solved']} attempts)"
+        )  # fmt: skip
+        lines.append(
+            f"| `{r['level']}` | `{r['spec']}` | {r['solved']}/{r['attempts']} | "
+            f"{100 * r['success_rate']:.0f}% [{100 * r['success_low']:.0f}, "
+            f"{100 * r['success_high']:.0f}] | {laps} | {versus} |"
+        )
+    return [*lines, ""]
+
+
 def write_report(root: Path, games: list[str], out: Path) -> Path:
     """README.md plus one PNG per game and opponent group, in `out` (reports/pipeline/)."""
     root, out = Path(root), Path(out)
@@ -139,6 +168,7 @@ def write_report(root: Path, games: list[str], out: Path) -> Path:
             lines.append("No tournament results yet.")
             continue
         summary = json.loads(summary_path.read_text())
+        lines += puzzle_lines(summary)  # a puzzle's success rates (no pairings)
         rows = model_rows(summary)
         lines.append(
             f"Trained bots: {', '.join(summary['bots'])}; {summary['games_per_pairing']} games "

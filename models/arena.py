@@ -44,6 +44,19 @@ def play_job(job: dict[str, Any]) -> list[dict[str, Any]]:
     return play_pairing(game, job["a"], job["b"], config, make_seat=make)
 
 
+def attempts_job(job: dict[str, Any]) -> list[dict[str, Any]]:
+    """One bot's attempts at a puzzle level from plain arguments (game and agent spec,
+    attempts, seed, opening laps): engine.puzzles' rows, the same in any process."""
+    from agents import make
+    from engine import parse_game_spec
+    from engine.puzzles import attempt_rows
+
+    game = parse_game_spec(job["game"])
+    return attempt_rows(
+        game, job["spec"], int(job["attempts"]), int(job["seed"]), int(job["opening"]), make
+    )
+
+
 def expected_score(elo: float) -> float:
     return 1.0 / (1.0 + 10.0 ** (-elo / 400.0))
 

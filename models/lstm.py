@@ -12,6 +12,10 @@ What the output represents, per step t of the input (rounds 0..t seen):
               t + 1: class 0 is the neutral value (no action: the game is over), class a + 1
               is action a (the player's block of the qualitative encoding).
   loss `mse`: one number, that action itself (the neutral value when none); round it to read it.
+With `player` -1 the model learns every seat at once (a team that plays together: Sokoban's
+players): the output holds one softmax block per seat, [num_players, num_actions + 1] per step,
+trained on seat 0's rows (every row of a game holds the same rounds) and read by the agent at
+the block of the seat it plays.
 Steps past the end of a game are padding: they carry no weight in the loss and are not counted
 by the accuracy. A caveat of the round layout: a round holds every player's action, so the
 learning seat p sees the actions of seats < p in round t + 1 only at step t + 1; for seat 0 of a
@@ -49,7 +53,7 @@ DEFAULTS: dict[str, Any] = {
     "patience": 0,  # early stopping: epochs without a better held-out loss (0: off)
     "learning_rate": 0.001,
     "length": 0,  # sequence length (rounds); 0: the encoding's (Connect 4 20, Lazerbike 112)
-    "player": 0,  # the learning seat
+    "player": 0,  # the learning seat; -1: every seat (one softmax block each, loss cce)
     "holdout": 0.2,  # share of games held out
     "seed": 0,
 }
@@ -96,12 +100,12 @@ def learner_actions(arrays: dict[str, np.ndarray], meta: dict[str, Any], game, p
     if meta["encoding"] == "qualitative":
         targets = decode_one_hot_actions(targets, game.num_players, game.num_actions,
                                          game.neutral_action)  # fmt: skip
-    return targets[..., player].astype(np.int64)
+    return (targets if player < 0 else targets[..., player]).astype(np.int64)
 
 
 def prepare(arrays: dict[str, np.ndarray], meta: dict[str, Any], params: dict[str, Any]):
-    """(game, inputs float32 [n, T, F], learner actions [n, T], step weights [n, T], game ids)
-    of the winning rows of the learning seat."""
+    """(game, inputs float32 [n, T, F], learner actions [n, T] ([n, T, P] for every seat), step
+    weights [n, T], game ids) of the winning rows of the learning seat (seat 0's for all)."""
     from engine import parse_game_spec
 
     if meta.get("encoding") not in ENCODINGS:
@@ -110,9 +114,13 @@ def prepare(arrays: dict[str, np.ndarray], meta: dict[str, Any], params: dict[st
         )
     game = parse_game_spec(meta["game"])
     player = int(params["player"])
-    if not 0 <= player < game.num_players:
-        raise ModelError(f"lstm: player={player}: {game.name} has seats 0..{game.num_players - 1}")
-    rows = (arrays["player"] == player) & (arrays["outcome"] > 0)
+    if not -1 <= player < game.num_players:
+        raise ModelError(
+            f"lstm: player={player}: {game.name} has seats 0..{game.num_players - 1}, or -1: all"
+        )
+    if player < 0 and params["loss"] != "cce":
+        raise ModelError("lstm: player=-1 (every seat) needs loss cce")
+    rows = (arrays["player"] == max(player, 0)) & (arrays["outcome"] > 0)
     if rows.sum() < 2:
         raise ModelError(f"lstm: only {int(rows.sum())} winning sequence(s) of seat {player}")
     inputs = arrays["inputs"][rows]
@@ -133,8 +141,10 @@ def prepare(arrays: dict[str, np.ndarray], meta: dict[str, Any], params: dict[st
     )
 
 
-def build(params: dict[str, Any], steps: int, features: int, classes: int, keras: Any):
-    """The recurrent architecture (uncompiled)."""
+def build(
+    params: dict[str, Any], steps: int, features: int, classes: int, keras: Any, seats: int = 1
+):
+    """The recurrent architecture (uncompiled); `seats` > 1: one softmax block per seat."""
     layers = keras.layers
     inputs = keras.Input((steps, features), name=INPUT_NAME)
     x = inputs
@@ -142,7 +152,10 @@ def build(params: dict[str, Any], steps: int, features: int, classes: int, keras
         x = layers.LSTM(cells, return_sequences=True, dropout=float(params["dropout"]))(x)
     if params["dense"]:
         x = layers.Dense(int(params["dense_units"]), activation=params["activation"])(x)
-    if params["loss"] == "cce":
+    if params["loss"] == "cce" and seats > 1:
+        x = layers.Reshape((steps, seats, classes))(layers.Dense(seats * classes)(x))
+        outputs = layers.Softmax(axis=-1, name=OUTPUT_NAME)(x)
+    elif params["loss"] == "cce":
         outputs = layers.Dense(classes, activation="softmax", name=OUTPUT_NAME)(x)
     else:
         outputs = layers.Dense(1, name=OUTPUT_NAME)(x)
@@ -159,8 +172,13 @@ def decode(outputs: np.ndarray, loss: str, neutral: int) -> np.ndarray:
 
 def accuracy(predicted: np.ndarray, actions: np.ndarray, weights: np.ndarray, neutral: int):
     """Share of the learning seat's real actions (not padding, not neutral) predicted."""
-    counted = (weights > 0) & (actions != neutral)
+    counted = (_per_seat(weights, actions) > 0) & (actions != neutral)
     return float((predicted[counted] == actions[counted]).mean()) if counted.any() else 0.0
+
+
+def _per_seat(weights: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    """Step weights [n, T] broadcast over the seats of every-seat actions [n, T, P]."""
+    return weights[..., None] if actions.ndim == weights.ndim + 1 else weights
 
 
 def train(
@@ -184,13 +202,17 @@ def train(
         targets = actions[..., None].astype(np.float32)
     train_rows, test_rows = split_by_game(game_id, params["holdout"], params["seed"])
     keras = keras_seeded(params["seed"])
-    model = build(params, inputs.shape[1], inputs.shape[2], classes, keras)
+    seats = game.num_players if int(params["player"]) < 0 else 1
+    model = build(params, inputs.shape[1], inputs.shape[2], classes, keras, seats)
     loss = "categorical_crossentropy" if params["loss"] == "cce" else "mse"
     model.compile(optimizer=keras.optimizers.Adam(params["learning_rate"]), loss=loss)
 
     x_test, a_test, w_test = inputs[test_rows], actions[test_rows], weights[test_rows]
+    # Keras weighs the loss per step and seat: every seat of a step shares the step's weight
+    fit_weights = np.repeat(weights[..., None], seats, axis=-1) if seats > 1 else weights
     # the "majority" baseline: always the seat's most frequent action of the training set
-    played = actions[train_rows][(weights[train_rows] > 0) & (actions[train_rows] != neutral)]
+    train_weights = _per_seat(weights[train_rows], actions[train_rows])
+    played = actions[train_rows][(train_weights > 0) & (actions[train_rows] != neutral)]
     common = int(np.bincount(played - played.min()).argmax() + played.min()) if len(played) else 0
 
     def held_out() -> dict[str, float]:
@@ -206,8 +228,8 @@ def train(
     model.fit(
         inputs[train_rows],
         targets[train_rows],
-        sample_weight=weights[train_rows],
-        validation_data=(x_test, targets[test_rows], w_test),
+        sample_weight=fit_weights[train_rows],
+        validation_data=(x_test, targets[test_rows], fit_weights[test_rows]),
         batch_size=int(params["batch_size"]),
         epochs=int(params["epochs"]),
         shuffle=True,
@@ -219,13 +241,15 @@ def train(
         meta["game"], "lstm", meta["encoding"], "sequence",
         player=params["player"], length=inputs.shape[1], loss=params["loss"],
         features=inputs.shape[2], neutral=neutral, num_actions=game.num_actions,
+        seats=seats,
         output=("softmax over [neutral, action 0..A-1] of the seat's action in the next round"
+                + (", one block per seat" if seats > 1 else "")
                 if params["loss"] == "cce" else "the seat's action in the next round, a number"),
     )  # fmt: skip
     report = export_keras(model, out_dir / "model.onnx", x_test, metadata, INPUT_NAME,
                           OUTPUT_NAME, report_path=out_dir / "parity.json")  # fmt: skip
     final = {k: v[-1] for k, v in history.items()}
-    counted = (w_test > 0) & (a_test != neutral)
+    counted = (_per_seat(w_test, a_test) > 0) & (a_test != neutral)
     metrics = {
         "held_out_loss": final.get("val_loss", float("nan")),
         "held_out_accuracy": final.get("val_accuracy", 0.0),

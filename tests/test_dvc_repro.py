@@ -72,6 +72,21 @@ def tiny_profile() -> dict:
         "value_mlp": {"family": "value-mlp", "encoding": "count_onehot",
                       "params": {"epochs": 1, "width": 8}, "sweep": {}}
     }  # fmt: skip
+    # the Sokoban chain (issue 14): the smallest level, three planner games, an HMM of every seat
+    sokoban = params["sokoban"]
+    sokoban["spec"] = "sokoban:level=first"
+    sokoban["datasets"] = {
+        "planner": {"technique": "imitation", "seed": 31,
+                    "options": {"x": 3, "y": 1, "w": 0.0, "agents": ["planner"],
+                                "scenario": {"opening": 1}, "shard_size": 3}}
+    }  # fmt: skip
+    sokoban["validation"] = {"sample": 20, "seed": 0}
+    sokoban["encodings"] = {
+        "planner": {"encoding": "qualitative", "dataset": "planner", "options": {}}
+    }
+    sokoban["models"] = {"hmm": {"family": "hmm", "encoding": "planner", "params": {}, "sweep": {}}}
+    sokoban["evaluate"] = {"games": 2, "seed": 0, "opening": 1, "baselines": ["random"],
+                           "reference": "planner"}  # fmt: skip
     # the PlayerZero stage runs, with no generation (tests/test_playerzero_loop.py runs some)
     for loop in params["playerzero"].values():
         loop.update(generations=0, evaluate={"baselines": []})
@@ -203,6 +218,15 @@ def test_repro_killed_resumes_then_does_nothing_then_only_what_changed(repo):
     assert promoted["value-mlp"]["model"] == "othello-value-mlp"
     assert [d["version"] for d in promoted["value-mlp"]["decisions"]] == ["1"]
     assert "## othello: TD learners (study 002)" in report and "(53)" in report
+    # the Sokoban chain: success rates per level beside the planner, the HMM through the gate
+    sokoban = json.loads((root / "evaluation" / "sokoban" / "summary.json").read_text())
+    levels = {r["spec"]: r for r in sokoban["levels"]}
+    assert set(levels) == {"hmm", "random", "planner"}
+    assert levels["planner"]["success_rate"] == 1.0 and levels["planner"]["attempts"] == 2
+    assert {r["level"] for r in sokoban["levels"]} == {"sokoban"}  # level `first`, the default
+    promoted = json.loads((root / "promotion" / "sokoban.json").read_text())["families"]
+    assert promoted["hmm"]["model"] == "sokoban-hmm"
+    assert "## sokoban" in report and "laps vs reference" in report
     # study14: study 000's tables (flows/study000.py), naming the profile that produced them
     study000 = (root / "reports" / "pipeline" / "study-000.md").read_text()
     assert "**default** profile" in study000 and "| HMM (not played) | random |" in study000

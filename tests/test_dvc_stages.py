@@ -15,10 +15,10 @@ STAGES = stages()
 
 
 def test_every_stage_of_both_profiles_is_known():
-    names = set(STAGES) | set(stages(params_file="params-full.yaml"))
-    assert {"report", "export-connect4", "generate-connect4@randomized"} <= names
-    for name in names:
-        for module in stage_roots(name):
+    known = {**stages(params_file="params-full.yaml"), **STAGES}
+    assert {"report", "export-connect4", "generate-connect4@randomized"} <= set(known)
+    for name, stage in known.items():
+        for module in stage_roots(name, stage.get("technique")):
             assert dependencies.module_file(module) is not None, (name, module)
 
 

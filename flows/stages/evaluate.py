@@ -1,4 +1,6 @@
-"""The evaluate stage: the tournament of the exported bots and the baselines."""
+"""The evaluate stage: the tournament of the exported bots and the baselines; for a puzzle
+(no opponent) each bot's success rate per level beside the game's reference solver
+(engine.puzzles)."""
 
 from __future__ import annotations
 
@@ -53,8 +55,12 @@ def chosen_pairings(
 
 
 def evaluate_flow(root: Path, params: dict, game: str, dask: str | None = None):
+    from engine import parse_game_spec
+
     runner = task_runner(params, dask)
-    return _evaluate.with_options(task_runner=runner)(root, params, game)
+    puzzle = parse_game_spec(params[game]["spec"]).kind == "puzzle"
+    chosen = _evaluate_puzzle if puzzle else _evaluate
+    return chosen.with_options(task_runner=runner)(root, params, game)
 
 
 def relabel(rows: list[dict], labels: dict[str, str]) -> list[dict]:
@@ -115,6 +121,70 @@ def _evaluate(root: Path, params: dict, game: str) -> dict[str, Any]:
         for s in summaries
         if s["spec_a"] in bots
     }
+    write_json(root / "metrics" / game / "evaluate.json", metrics)
+    log_stage_run(root, params, game, "evaluate", metrics)
+    return summary
+
+
+@flow(name="evaluate-puzzle")
+def _evaluate_puzzle(root: Path, params: dict, game: str) -> dict[str, Any]:
+    """Every bot, baseline and the reference attempt the same scenarios of the chain's level:
+    success rates with intervals and laps beside the reference; Parquet + JSON + PNG."""
+    import pandas as pd
+
+    from engine import parse_game_spec
+    from engine.puzzles import level_summary
+    from engine.tournament import score_summary
+    from flows.tournament_output import plot_scores
+    from models.arena import attempts_job  # one bot's attempts: a pure function of the job
+
+    root = Path(root)
+    settings = params[game]["evaluate"]
+    spec = params[game]["spec"]
+    reference = str(settings.get("reference") or parse_game_spec(spec).default_opponent)
+    bots = bot_specs(root, game)
+    labels = {path: name for name, path in bots.items()}
+    players = list(dict.fromkeys([*bots.values(), *map(str, settings["baselines"]), reference]))
+    config = {
+        "attempts": int(settings["games"]),
+        "seed": int(settings["seed"]),
+        "opening": int(settings["opening"]),
+    }
+    jobs = [{"game": spec, "spec": player, **config} for player in players]
+    rows = [row for result in fan_out(attempts_job, jobs) for row in result]
+    for row in rows:
+        row["spec"] = labels.get(row["spec"], row["spec"])
+    levels = level_summary(rows, reference)
+    standings = [
+        {"spec": r["spec"], **score_summary(r["solved"], 0, r["attempts"] - r["solved"])}
+        for r in levels
+    ]
+    summary = {
+        "game": spec,
+        "format": "puzzle: each bot attempts the level alone (every seat), success rate per "
+        "level and laps beside the reference on the scenarios both solve",
+        "games_per_pairing": config["attempts"],
+        "seed": config["seed"],
+        "opening_laps": config["opening"],
+        "bots": list(bots),
+        "baselines": [labels.get(p, p) for p in players if p not in labels],
+        "reference": reference,
+        "levels": levels,
+        "pairings": [],
+        "standings": sorted(standings, key=lambda s: -s["score"]),
+    }
+    with atomic_dir(root / "evaluation" / game) as scratch:
+        pd.DataFrame(rows).to_parquet(scratch / "games.parquet", index=False)
+        write_json(scratch / "summary.json", summary)
+        bars = [{"pairing": f"{r['spec']} @ {r['level']}", "score": r["success_rate"],
+                 "score_low": r["success_low"], "score_high": r["success_high"]}
+                for r in levels]  # fmt: skip
+        plot_scores(bars, scratch / "scores.png", f"{spec} success rate")
+    metrics = {f"{r['spec']}.success_rate": r["success_rate"] for r in levels if r["spec"] in bots}
+    metrics.update(
+        {f"{r['spec']}.laps_ratio": r["laps_ratio"] for r in levels
+         if r["spec"] in bots and r["laps_ratio"] is not None}
+    )  # fmt: skip
     write_json(root / "metrics" / game / "evaluate.json", metrics)
     log_stage_run(root, params, game, "evaluate", metrics)
     return summary

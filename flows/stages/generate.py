@@ -25,7 +25,9 @@ def _generate(root: Path, params: dict, game: str, technique: str) -> dict[str, 
     job = store.plan(
         Path(root) / "data" / game / technique,
         params[game]["spec"],
-        technique,
+        # a dataset is named after its technique unless it says which (Sokoban's `planner`:
+        # imitation with the planner in every seat and no detours)
+        str(settings.get("technique", technique)),
         dict(settings["options"]),
         seed=int(settings["seed"]),
         replace=True,  # the stage owns its output: other params mean a new dataset
