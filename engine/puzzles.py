@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from engine.protocol import Game, GameError
-from engine.tournament import MakeSeat, MatchConfig, Scenario, _play, score_summary
+from engine.tournament import MakeSeat, MatchConfig, Scenario, play_scenario, score_summary
 
 
 def laps(game: Game, history_length: int) -> int:
@@ -47,7 +47,8 @@ def attempt_rows(
     for index in range(attempts):
         scenario = Scenario(game.spec(), seed + index, dict(options))
         start = game.new_initial_state(scenario.seed, **options)  # the opening's own laps
-        final, _ = _play(game, scenario, [spec] * game.num_players, config, index, make_seat, None)
+        seats = [spec] * game.num_players
+        final, _ = play_scenario(game, scenario, seats, config, index, make_seat, None)
         played = len(final.history()) - len(start.history())
         rows.append(
             {

@@ -123,7 +123,7 @@ class _Pool:
                 proc.close()
 
 
-def _play(
+def play_scenario(
     game: Game,
     scenario: Scenario,
     seat_specs: Sequence[str],
@@ -132,6 +132,8 @@ def _play(
     make_seat: MakeSeat | None,
     pool: _Pool | None,
 ) -> tuple[State, list[SeatStats]]:
+    """One game of `scenario` with `seat_specs`: public because a puzzle's attempts
+    (engine.puzzles) are single games of the same kind."""
     rng = np.random.default_rng(agent_seed)
     seeds = [agent_seed * 16 + p for p in range(len(seat_specs))]
     if pool is None:
@@ -212,7 +214,7 @@ def play_pairing(
             if g.kind == "puzzle":  # A's attempt, then B's, at the same scenario
                 finals, stats = [], []
                 for spec in (spec_a, spec_b):
-                    final, seat_stats = _play(
+                    final, seat_stats = play_scenario(
                         g, scenario, [spec] * g.num_players, config, index, make_seat, pool
                     )
                     finals.append(final)
@@ -222,7 +224,7 @@ def play_pairing(
                 row["history"] = " | ".join(g.format_moves(f.history()) for f in finals)
             else:
                 sides = [(p % 2 == 0) != swapped for p in range(g.num_players)]  # True: A
-                final, seat_stats = _play(
+                final, seat_stats = play_scenario(
                     g,
                     scenario,
                     [spec_a if is_a else spec_b for is_a in sides],
