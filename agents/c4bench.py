@@ -152,22 +152,69 @@ def agent_rate(
     seed: int = 0,
     progress: Callable[[int, int], None] | None = None,
     make_agent: Callable[..., Any] | None = None,
+    chunk: int = 0,
+    mapper: Callable[[Callable, list], Any] | None = None,
 ) -> dict[str, Any]:
-    """The optimal-move rate of the agent `spec` (one agent, asked each position in turn)."""
-    from agents.base import make
+    """The optimal-move rate of the agent `spec`, asked each position in turn. With `chunk`, the
+    positions go in chunks of that many, each to a fresh agent seeded `seed + chunk index`
+    (`choose_moves`), through `mapper` when given (a cluster's fan-out): the same choices
+    either way, so a cluster run reports what one process would."""
+    if chunk <= 0:
+        from engine import parse_game_spec
+
+        game = parse_game_spec("connect4")
+        agent = (make_agent or _make)(spec, game, seed)
+        chosen, seconds = _ask(agent, game, [row.moves for row in rows], progress)
+        return {"spec": spec, **_summary(rows, chosen, seconds)}
+    jobs = [
+        {
+            "spec": spec,
+            "seed": seed + i,
+            "histories": [list(r.moves) for r in rows[at : at + chunk]],
+        }
+        for i, at in enumerate(range(0, len(rows), chunk))
+    ]
+    chosen, seconds = [], []
+    for answer in (mapper or map)(choose_moves, jobs):
+        chosen += answer["chosen"]
+        seconds += answer["seconds"]
+        if progress:
+            progress(len(chosen), len(rows))
+    return {"spec": spec, **_summary(rows, chosen, seconds)}
+
+
+def choose_moves(job: dict[str, Any]) -> dict[str, list]:
+    """One chunk of `agent_rate` (a cluster task): a fresh agent's move and seconds for each
+    history."""
     from engine import parse_game_spec
 
     game = parse_game_spec("connect4")
-    agent = (make_agent or make)(spec, game, seed)
+    agent = _make(job["spec"], game, int(job["seed"]))
+    chosen, seconds = _ask(agent, game, job["histories"])
+    return {"chosen": chosen, "seconds": seconds}
+
+
+def _make(spec: str, game: Any, seed: int) -> Any:
+    from agents.base import make
+
+    return make(spec, game, seed)
+
+
+def _ask(
+    agent: Any,
+    game: Any,
+    histories: Sequence[Sequence[int]],
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[list[int], list[float]]:
     chosen, seconds = [], []
-    for i, row in enumerate(rows):
-        state = game.state_from_history(list(row.moves))
+    for i, moves in enumerate(histories):
+        state = game.state_from_history(list(moves))
         started = time.perf_counter()
         chosen.append(int(agent.step(state, state.current_player())))
         seconds.append(time.perf_counter() - started)
         if progress:
-            progress(i + 1, len(rows))
-    return {"spec": spec, **_summary(rows, chosen, seconds)}
+            progress(i + 1, len(histories))
+    return chosen, seconds
 
 
 def policy_rate(net: Any, rows: Sequence[Labelled]) -> dict[str, Any]:

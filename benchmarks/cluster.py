@@ -4,18 +4,23 @@ scheduling overhead, and a projection of the full profile's generation stages on
 One run, on one machine: `gridbots cluster up` (Prefect server, MLflow server, Dask scheduler, 2
 workers of one thread each), a warm-up, then the pipeline's own generate flow on it:
 
-- throughput: the same self-play dataset (connect4, MCTS, one game a shard) with 2 workers, then
-  with 1 (the other stopped), each into its own data root; the ratio of games/s;
+- throughput: the `full` profile's own Connect 4 self-play dataset (params-full.yaml: its games,
+  shard size and MCTS agent) and the same agent in shards sized by the overhead rule below
+  (`--games`, `--shard-size`), each with 2 workers, then with 1 (the other stopped), each into
+  its own data root; the ratio of games/s;
 - overhead: tiny shards (randomized, ~10 ms of work) on 1 worker: (wall - the shards' own
   seconds) / shards is what one task costs the scheduler, Prefect and the commit; the task size
   that keeps it under 5% is overhead / 0.05;
-- projection (a model, not a measurement): one sample shard of each `params-full.yaml` dataset
-  gives seconds per game; each generation stage on n workers takes ceil(shards / n) x (shard
-  seconds + overhead), stages one after another as `dvc repro` runs them.
+- projection (a model, not a measurement; `--no-projection` skips it): one sample shard of each
+  `params-full.yaml` dataset gives seconds per game; each generation stage on n workers takes
+  ceil(shards / n) x (shard seconds + overhead), stages one after another as `dvc repro` runs
+  them.
 
-The plain-C Connect 4 yardstick runs before and after (the machine is shared). Prints JSON.
+The plain-C Connect 4 yardstick runs before and after (the machine is shared). Prints JSON Lines:
+the measured figures as soon as they exist, then the projection.
 
-    .venv/bin/python benchmarks/cluster.py [--shards 16] [--sims 40000]
+    .venv/bin/python benchmarks/cluster.py [--games 8000] [--shard-size 500] [--agent SPEC]
+        [--no-projection]
 """
 
 from __future__ import annotations
@@ -100,24 +105,38 @@ def cpu_by_process(state_dir: Path) -> dict[str, float]:
     return totals
 
 
+def full_profile_datasets() -> list[tuple[str, str, dict]]:
+    """(game, spec, dataset settings) of every `params-full.yaml` generation stage."""
+    import yaml
+
+    full = yaml.safe_load((REPO / "params-full.yaml").read_text())
+    return [
+        (game, full[game]["spec"], settings)
+        for game in full["games"]
+        for settings in (full[game].get("datasets") or {}).items()
+    ]
+
+
 def sample_full_profile(work: Path) -> list[dict]:
     """Seconds per unit of `x` (the technique's games or starts) of each full-profile dataset,
     from one small shard run here."""
-    import yaml
+    from rich.progress import Progress
 
     from engine import parse_game_spec
     from features import store
     from features.generate import num_shards, parse_params
 
-    full = yaml.safe_load((REPO / "params-full.yaml").read_text())
     rows = []
-    for game in full["games"]:
-        for technique, settings in (full[game].get("datasets") or {}).items():
+    datasets = full_profile_datasets()
+    with Progress(transient=True) as progress:
+        bar = progress.add_task("full-profile sample shards", total=len(datasets))
+        for game, spec, (technique, settings) in datasets:
             options = dict(settings["options"])
-            spec = full[game]["spec"]
             module, parsed = parse_params(parse_game_spec(spec), technique, options)
             shards = num_shards(module, parse_game_spec(spec), parsed)
-            sample = {**options, "x": SAMPLE.get(technique, 10), "shard_size": 10**9}
+            # never more than the real dataset: `thorough`'s x is a depth, whole at its own
+            sample_x = min(SAMPLE.get(technique, 10), int(options["x"]))
+            sample = {**options, "x": sample_x, "shard_size": 10**9}
             job = store.plan(work / game / technique, spec, technique, sample, settings["seed"])
             result = store.run_shard(job.tasks[0])
             rows.append(
@@ -129,6 +148,7 @@ def sample_full_profile(work: Path) -> list[dict]:
                     "seconds_per_x": result["seconds"]["generate"] / sample["x"],
                 }
             )
+            progress.advance(bar)
     return rows
 
 
@@ -145,68 +165,106 @@ def project(rows: list[dict], overhead: float, cores: int) -> float:
     return total
 
 
+def workloads(args: argparse.Namespace) -> dict[str, dict]:
+    """The full profile's Connect 4 self-play dataset as it is, and the same agent in shards
+    sized by the overhead rule (`--games` / `--shard-size`)."""
+    full = dict(next(s for g, _, (t, s) in full_profile_datasets()
+                     if (g, t) == ("connect4", "selfplay"))["options"])  # fmt: skip
+    agent = args.agent or full["agent"]
+    return {
+        "full_profile": {"x": full["x"], "shard_size": full["shard_size"], "agent": agent},
+        "sized": {"x": args.games, "shard_size": args.shard_size, "agent": agent},
+    }
+
+
+def emit(record: dict) -> None:
+    print(json.dumps(record), flush=True)
+
+
+def ratio(two: dict, one: dict) -> dict:
+    return {
+        "throughput_ratio_2_vs_1": round(
+            (two["games"] / two["wall_s"]) / (one["games"] / one["wall_s"]), 3
+        ),
+        # shard seconds per wall second: how many cores the two workers really had
+        "two_workers_concurrency": round(two["shard_seconds"] / two["wall_s"], 2),
+        # a shard's own seconds side by side over alone: what sharing the machine costs
+        "shard_slowdown_side_by_side": round(
+            (two["shard_seconds"] / two["shards"]) / (one["shard_seconds"] / one["shards"]), 3
+        ),
+        "seconds_per_shard_alone": round(one["shard_seconds"] / one["shards"], 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shards", type=int, default=16, help="self-play shards per run")
-    parser.add_argument("--sims", type=int, default=40000, help="MCTS simulations per move")
+    parser.add_argument("--games", type=int, default=8000, help="games of the sized workload")
+    parser.add_argument("--shard-size", type=int, default=500,
+                        help="games per shard of the sized workload")  # fmt: skip
+    parser.add_argument("--agent", help="self-play agent (default: the full profile's)")
     parser.add_argument("--tiny", type=int, default=40, help="tiny shards for the overhead")
+    parser.add_argument("--no-projection", action="store_true",
+                        help="skip the full-profile sample shards and the projection")  # fmt: skip
     args = parser.parse_args()
+    loads = workloads(args)
     before = yardstick()
     work = Path(tempfile.mkdtemp(prefix="gridbots-cluster-bench-"))
     state_dir = work / ".cluster"
     cluster.up(state_dir, workers=2, data_root=work)
     stack = contextlib.ExitStack()
+    runs: dict[str, dict] = {}
     try:
         from prefect.settings import PREFECT_API_URL, temporary_settings
 
         env = cluster.client_env(cluster.read_state(state_dir))
         os.environ.update(env)  # prefect read its settings at import: they are set below too
         stack.enter_context(temporary_settings({PREFECT_API_URL: env["PREFECT_API_URL"]}))
-        selfplay = {"x": args.shards, "shard_size": 1, "agent": f"mcts:sims={args.sims}"}
         warm_every_worker(env[cluster.DASK_ENV], work / "warm")
-        before_two = cpu_by_process(state_dir)
-        two = run_stage(work / "two", "selfplay", selfplay)
-        after_two = cpu_by_process(state_dir)
-        two["cpu_s_by_process"] = {
-            name: round(after_two[name] - before_two.get(name, 0.0), 2) for name in after_two
-        }
+        for name, selfplay in loads.items():
+            started = cpu_by_process(state_dir)
+            two = run_stage(work / f"{name}-two", "selfplay", selfplay)
+            ended = cpu_by_process(state_dir)
+            two["cpu_s_by_process"] = {
+                process: round(ended[process] - started.get(process, 0.0), 2) for process in ended
+            }
+            runs[name] = {"workload": selfplay, "two_workers": two}
         cluster.stop_worker(state_dir, "worker-1", hard=False)
         deadline = time.time() + 60
         while len(cluster.scheduler_workers(cluster.read_state(state_dir)["scheduler"])) > 1:
             if time.time() > deadline:
                 raise SystemExit("worker-1 did not leave the scheduler")
             time.sleep(0.5)
-        one = run_stage(work / "one", "selfplay", selfplay)
+        for name, selfplay in loads.items():
+            runs[name]["one_worker"] = run_stage(work / f"{name}-one", "selfplay", selfplay)
+            runs[name].update(ratio(runs[name]["two_workers"], runs[name]["one_worker"]))
         tiny = run_stage(work / "tiny", "randomized", {"x": args.tiny, "y": 1, "shard_size": 1})
     finally:
         stack.close()
         cluster.down(state_dir)
     overhead = (tiny["wall_s"] - tiny["shard_seconds"]) / tiny["shards"]
-    rows = sample_full_profile(work / "sample")
     after = yardstick()
-    speedup = (two["games"] / two["wall_s"]) / (one["games"] / one["wall_s"])
-    print(
-        json.dumps(
-            {
-                "yardstick_games_per_s": {"before": before, "after": after},
-                "two_workers": two,
-                "one_worker": one,
-                "throughput_ratio_2_vs_1": round(speedup, 3),
-                # shard seconds per wall second: how many cores the two workers really had
-                "two_workers_concurrency": round(two["shard_seconds"] / two["wall_s"], 2),
-                "target_ratio": 1.8,
-                "tiny_shards_one_worker": tiny,
-                "overhead_per_task_s": round(overhead, 4),
-                "task_seconds_for_overhead_under_5pct": round(overhead / 0.05, 3),
-                "full_profile_generation": rows,
-                "projection_note": "model, not a measurement: ceil(shards/n) x (shard + overhead)"
-                " per generation stage, one stage after another; training is not included",
-                "projected_generation_wall_s": {
-                    str(n): round(project(rows, overhead, n), 1) for n in (1, 2, 8, 64)
-                },
+    emit(
+        {
+            "yardstick_games_per_s": {"before": before, "after": after},
+            "selfplay": runs,
+            "target_ratio": 1.8,
+            "tiny_shards_one_worker": tiny,
+            "overhead_per_task_s": round(overhead, 4),
+            "task_seconds_for_overhead_under_5pct": round(overhead / 0.05, 3),
+        }
+    )
+    if args.no_projection:
+        return
+    rows = sample_full_profile(work / "sample")
+    emit(
+        {
+            "full_profile_generation": rows,
+            "projection_note": "model, not a measurement: ceil(shards/n) x (shard + overhead)"
+            " per generation stage, one stage after another; training is not included",
+            "projected_generation_wall_s": {
+                str(n): round(project(rows, overhead, n), 1) for n in (1, 2, 8, 64)
             },
-            indent=2,
-        )
+        }
     )
 
 

@@ -226,6 +226,10 @@ def start_prefect_server(port: int | None = None) -> tuple[subprocess.Popen, str
 
 
 def repro(
+    targets: Annotated[
+        list[str] | None,
+        typer.Argument(help="Stages to bring up to date (dvc repro TARGETS); default: all."),
+    ] = None,
     params: PARAMS = DEFAULT_PARAMS,
     force: Annotated[bool, typer.Option("--force", help="dvc repro --force.")] = False,
     cluster: Annotated[
@@ -259,7 +263,8 @@ def repro(
         typer.echo("starting a Prefect server for this run …", err=True)
         server, env["PREFECT_API_URL"] = start_prefect_server()
     try:
-        code = subprocess.run(["dvc", "repro", *(["--force"] if force else [])], env=env).returncode
+        command = ["dvc", "repro", *(["--force"] if force else []), *(targets or [])]
+        code = subprocess.run(command, env=env).returncode
     finally:
         if server is not None:
             _stop_servers([server], grace=30.0)

@@ -282,10 +282,15 @@ def arena(root: Path, g: int, game: Any, candidate: dict, params: dict, state: d
     return read_json(write_json(path, evidence))
 
 
+#: solved positions per evaluation task (a chunk's agent is fresh: the same rate either way)
+EVAL_CHUNK = 50
+
+
 def evaluate(root: Path, g: int, game: Any, model: str, params: dict,
              mapper: Mapper | None = None) -> dict[str, Any]:  # fmt: skip
-    """Optimal-move rates on the solved-position set (empty when params name none) and the
-    match against the yardstick (one cluster task given a `mapper`)."""
+    """Optimal-move rates on the solved-position set (empty when params name none; PUCT's in
+    chunks, each a cluster task given a `mapper`) and the match against the yardstick (one
+    cluster task)."""
     path = gen_dir(root, g) / "evaluation.json"
     if path.is_file():
         return read_json(path)
@@ -301,7 +306,8 @@ def evaluate(root: Path, g: int, game: Any, model: str, params: dict,
         result["policy"] = policy_rate(net, rows)
         sp = params["selfplay"]
         spec = puct_spec(root, model, int(e["sims"]), float(sp["c"]), float(sp["fpu"]))
-        result["puct"] = agent_rate(spec, rows[: int(e["positions"])])
+        chunk = int(e.get("chunk", EVAL_CHUNK))
+        result["puct"] = agent_rate(spec, rows[: int(e["positions"])], chunk=chunk, mapper=mapper)
     e = params.get("evaluate", {})
     if e.get("opponent") and int(e.get("games", 0)) >= 2:  # a fixed yardstick, every generation
         from engine.tournament import summarize_pairing

@@ -87,6 +87,26 @@ def test_the_rate_is_one_for_perfect_play_and_zero_for_the_worst():
     assert 0.05 < agent_rate("random", rows)["optimal_rate"] < 0.6
 
 
+def test_chunks_through_a_mapper_give_the_choices_of_one_agent():
+    """The cluster's path (chunks of positions, each a fresh agent, through a mapper) rates a
+    deterministic agent exactly as one agent asked every position does; each chunk is a job."""
+    rows = read_positions(DEFAULT_FILE, limit=14)
+    whole = agent_rate("alphabeta:depth=2", rows)
+    jobs = []
+
+    def mapper(work, chunk_jobs):
+        jobs.extend(chunk_jobs)
+        return map(work, chunk_jobs)
+
+    chunked = agent_rate("alphabeta:depth=2", rows, chunk=4, mapper=mapper)
+    timed = ("ms_per_move_mean", "ms_per_move_p95")
+    assert {k: v for k, v in chunked.items() if k not in timed} == {
+        k: v for k, v in whole.items() if k not in timed
+    }
+    assert [len(job["histories"]) for job in jobs] == [4, 4, 4, 2]
+    assert [job["seed"] for job in jobs] == [0, 1, 2, 3]
+
+
 def test_cli_rates_agents_and_refuses_bad_ones():
     def gridbots(*args):
         return subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True,

@@ -278,6 +278,8 @@ PLAYERZERO = {
     "selfplay": {"games": 8, "shard_size": 4, "sims": 8, "c": 1.5, "fpu": 0.25, "parallel": 4,
                  "temperature_plies": 4, "alpha": 1.0, "eps": 0.25},
     "arena": {"games": 6, "sims": 8, "opening": 2, "elo1": 40, "min_games": 2},
+    "solved": str(REPO / "agents" / "data" / "connect4_solved_positions.txt"),
+    "evaluate": {"sims": 8, "positions": 24, "chunk": 10},  # PUCT's rate: three cluster tasks
 }  # fmt: skip
 #: the stage's own steps (flows/stages/playerzero.py, models/playerzero_loop.py) in a flow run
 #: like the stage's: on the cluster's task runner when the environment names the cluster
@@ -295,7 +297,9 @@ def generation(home, settings, state, candidate, on_cluster=False):
     selfplay = self_play_task(Path(home), settings["spec"], settings, state, 1, on_cluster)
     fought = loop.arena(Path(home), 1, parse_game_spec(settings["spec"]), candidate, settings,
                         state, mapper=fan_out if on_cluster else None)
-    return {"selfplay": selfplay, "arena": fought}
+    rates = loop.evaluate(Path(home), 1, parse_game_spec(settings["spec"]), candidate["model"],
+                          settings, mapper=fan_out if on_cluster else None)
+    return {"selfplay": selfplay, "arena": fought, "evaluation": rates}
 
 print(json.dumps(run_flow(generation, {}, None, *json.loads(sys.argv[1]))))
 """
@@ -316,9 +320,13 @@ def test_a_playerzero_generation_is_cluster_tasks_with_the_results_of_one_proces
     here = {  # one process, no Prefect, no Dask
         "selfplay": loop.self_play(home, "connect4", PLAYERZERO, pz, 1),
         "arena": loop.arena(home, 1, parse_game_spec("connect4"), candidate, PLAYERZERO, pz),
+        "evaluation": loop.evaluate(
+            home, 1, parse_game_spec("connect4"), "uniform.onnx", PLAYERZERO
+        ),
     }
     shutil.rmtree(loop.gen_dir(home, 1))  # the same folder again: the same agent specs
-    before = {n: len(_task_runs(state["prefect_api_url"], n)) for n in ("run_shard", "play_job")}
+    names = ("run_shard", "play_job", "choose_moves")
+    before = {n: len(_task_runs(state["prefect_api_url"], n)) for n in names}
     code, out, err = _run_python(PLAYERZERO_FLOW, json.dumps([str(home), PLAYERZERO, pz,
                                  candidate]), cwd=root, env=_stage_env(state))  # fmt: skip
     assert code == 0, err
@@ -326,15 +334,19 @@ def test_a_playerzero_generation_is_cluster_tasks_with_the_results_of_one_proces
     for key in ("games", "positions", "content_hash", "agent"):
         assert there["selfplay"][key] == here["selfplay"][key]
     assert there["arena"] == here["arena"]  # the sequential test stopped at the same pair
+    for rate in ("policy", "puct"):  # the solved-position rates, PUCT's from three tasks
+        assert _timeless(there["evaluation"][rate]) == _timeless(here["evaluation"][rate])
+    assert there["evaluation"]["puct"]["positions"] == 24
     manifest = json.loads((loop.gen_dir(home, 1) / "data" / "manifest.json").read_text())
     workers = {e["pgid"] for e in cluster.read_state(state_dir)["processes"]
                if e["role"] == "worker"}  # fmt: skip
     makers = {_group(int(s["worker"].rpartition(":")[2])) for s in manifest["shards"].values()}
     assert makers <= workers  # the shards were made by the cluster's workers
-    after = {n: _task_runs(state["prefect_api_url"], n) for n in ("run_shard", "play_job")}
+    after = {n: _task_runs(state["prefect_api_url"], n) for n in names}
     assert len(after["run_shard"]) - before["run_shard"] == manifest["planned_shards"] == 2
     assert len(after["play_job"]) > before["play_job"]  # arena pairs, in the one server
-    assert {r["state_type"] for r in after["run_shard"] + after["play_job"]} == {"COMPLETED"}
+    assert len(after["choose_moves"]) - before["choose_moves"] == 3
+    assert {r["state_type"] for n in names for r in after[n]} == {"COMPLETED"}
 
 
 #: a TD grid of two configurations at toy size (othello, study 002's chain)
@@ -362,7 +374,8 @@ def _td_reference(root: Path) -> dict[str, dict]:
 
 
 def _timeless(row: dict) -> dict:
-    return {k: v for k, v in row.items() if "seconds" not in k and not k.endswith("per_s")}
+    timed = ("seconds" in k or "ms_per_move" in k or k.endswith("per_s") for k in row)
+    return {k: v for (k, v), drop in zip(row.items(), timed, strict=True) if not drop}
 
 
 def test_td_configurations_are_cluster_tasks_with_the_results_of_one_process(live):
@@ -422,6 +435,45 @@ def test_neat_seeds_are_cluster_tasks_with_the_results_of_one_process(live):
     assert sorted(r.info.run_name for r in found) == [
         "against-red-seed0", "against-red-seed1", "territory-neat-against-red"]  # fmt: skip
     assert {r.info.status for r in found} == {"FINISHED"}
+
+
+def test_repro_cluster_runs_a_dvc_stage_with_its_fan_out_on_the_workers(live):
+    """`gridbots repro --cluster TARGET` in a repository whose root is the cluster's data root:
+    dvc runs the stage with the cluster's addresses, so its shards are the workers' tasks in the
+    one Prefect server, and dvc.lock records the stage."""
+    from tests.test_dvc_repro import BIN, copy_repo, git, tiny_profile
+
+    root, state_dir, state = live
+    copy_repo(root)
+    (root / "params.yaml").write_text(json.dumps(tiny_profile()))
+    for args in (
+        ["init", "-q"],
+        ["config", "user.email", "t@example.invalid"],
+        ["config", "user.name", "t"],
+        ["add", "-A"],
+        ["commit", "-q", "-m", "tiny"],
+    ):
+        git(root, *args)
+    before = len(_task_runs(state["prefect_api_url"], "run_shard"))
+    env = _env({"PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "DVC_NO_ANALYTICS": "1"})
+    target = "generate-connect4@randomized"
+    code, out, err = _run("repro", "--cluster", "--state-dir", str(state_dir), target,
+                          cwd=root, env=env, timeout=600)  # fmt: skip
+    assert code == 0, out[-3000:] + err[-3000:]
+    assert f"Running stage '{target}'" in out
+    manifest = _manifest(root, "randomized")
+    assert manifest["complete"] and manifest["planned_shards"] >= 1
+    workers = {
+        e["pgid"] for e in cluster.read_state(state_dir)["processes"] if e["role"] == "worker"
+    }
+    makers = {int(s["worker"].rpartition(":")[2]) for s in manifest["shards"].values()}
+    assert {_group(pid) for pid in makers} <= workers
+    assert (
+        len(_task_runs(state["prefect_api_url"], "run_shard")) - before
+        == manifest["planned_shards"]
+    )
+    lock = (root / "dvc.lock").read_text()
+    assert target in lock and "validate-connect4" not in lock
 
 
 def _run_python(script: str, *args: str, cwd: Path, env: dict[str, str]):
