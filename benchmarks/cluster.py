@@ -8,6 +8,8 @@ workers of one thread each), a warm-up, then the pipeline's own generate flow on
   shard size and MCTS agent) and the same agent in shards sized by the overhead rule below
   (`--games`, `--shard-size`), each with 2 workers, then with 1 (the other stopped), each into
   its own data root; the ratio of games/s;
+- the machine's ceiling, no cluster: one sized shard alone, then two at once in two plain
+  processes (what any scheduler could get from these two cores);
 - overhead: tiny shards (randomized, ~10 ms of work) on 1 worker: (wall - the shards' own
   seconds) / shards is what one task costs the scheduler, Prefect and the commit; the task size
   that keeps it under 5% is overhead / 0.05;
@@ -30,6 +32,7 @@ import contextlib
 import json
 import math
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -105,21 +108,23 @@ def cpu_by_process(state_dir: Path) -> dict[str, float]:
     return totals
 
 
-def full_profile_datasets() -> list[tuple[str, str, dict]]:
-    """(game, spec, dataset settings) of every `params-full.yaml` generation stage."""
+def full_profile_datasets() -> list[tuple[str, str, tuple[str, dict]]]:
+    """(game, spec, (technique, settings)) of every `params-full.yaml` generation stage (a
+    dataset is named after its technique unless it names one)."""
     import yaml
 
     full = yaml.safe_load((REPO / "params-full.yaml").read_text())
     return [
-        (game, full[game]["spec"], settings)
+        (game, full[game]["spec"], (settings.get("technique", name), {**settings, "name": name}))
         for game in full["games"]
-        for settings in (full[game].get("datasets") or {}).items()
+        for name, settings in (full[game].get("datasets") or {}).items()
     ]
 
 
 def sample_full_profile(work: Path) -> list[dict]:
     """Seconds per unit of `x` (the technique's games or starts) of each full-profile dataset,
     from one small shard run here."""
+    from rich.console import Console
     from rich.progress import Progress
 
     from engine import parse_game_spec
@@ -127,21 +132,21 @@ def sample_full_profile(work: Path) -> list[dict]:
     from features.generate import num_shards, parse_params
 
     rows = []
-    datasets = full_profile_datasets()
-    with Progress(transient=True) as progress:
+    datasets = [d for d in full_profile_datasets() if d[2][0] not in WHOLE]
+    with Progress(console=Console(stderr=True), transient=True) as progress:  # stdout: JSON
         bar = progress.add_task("full-profile sample shards", total=len(datasets))
         for game, spec, (technique, settings) in datasets:
             options = dict(settings["options"])
             module, parsed = parse_params(parse_game_spec(spec), technique, options)
             shards = num_shards(module, parse_game_spec(spec), parsed)
-            # never more than the real dataset: `thorough`'s x is a depth, whole at its own
             sample_x = min(SAMPLE.get(technique, 10), int(options["x"]))
             sample = {**options, "x": sample_x, "shard_size": 10**9}
-            job = store.plan(work / game / technique, spec, technique, sample, settings["seed"])
+            folder = work / game / settings["name"]
+            job = store.plan(folder, spec, technique, sample, settings["seed"])
             result = store.run_shard(job.tasks[0])
             rows.append(
                 {
-                    "dataset": f"{game}/{technique}",
+                    "dataset": f"{game}/{settings['name']}",
                     "x": int(options["x"]),
                     "shards": shards,
                     "sample_x": sample["x"],
@@ -152,6 +157,10 @@ def sample_full_profile(work: Path) -> list[dict]:
     return rows
 
 
+#: techniques whose dataset is one shard (a tree to a depth): the same wall on any number of
+#: workers, and no small sample of it exists (Othello's depth-7 tree ran > 6 min here), so the
+#: projection leaves them out and says so
+WHOLE = ("thorough",)
 #: `x` of each technique's sample shard (slow techniques get fewer)
 SAMPLE = {"randomized": 400, "battle": 20, "imitation": 20, "selfplay": 4}
 
@@ -168,12 +177,41 @@ def project(rows: list[dict], overhead: float, cores: int) -> float:
 def workloads(args: argparse.Namespace) -> dict[str, dict]:
     """The full profile's Connect 4 self-play dataset as it is, and the same agent in shards
     sized by the overhead rule (`--games` / `--shard-size`)."""
-    full = dict(next(s for g, _, (t, s) in full_profile_datasets()
-                     if (g, t) == ("connect4", "selfplay"))["options"])  # fmt: skip
+    full = dict(next(d for g, _, (_, d) in full_profile_datasets()
+                     if (g, d["name"]) == ("connect4", "selfplay"))["options"])  # fmt: skip
     agent = args.agent or full["agent"]
     return {
         "full_profile": {"x": full["x"], "shard_size": full["shard_size"], "agent": agent},
         "sized": {"x": args.games, "shard_size": args.shard_size, "agent": agent},
+    }
+
+
+def _one_shard(job: dict) -> float:
+    from features import store
+
+    return store.run_shard(job)["seconds"]["generate"]
+
+
+def plain_processes(folder: Path, selfplay: dict, rounds: int = 2) -> dict:
+    """The machine's own ceiling, no cluster: one shard of the workload in one process, then in
+    two processes at once (spawned, each warmed by a first shard); each shard's seconds."""
+    import multiprocessing as mp
+
+    from features import store
+
+    options = {**selfplay, "x": 2 * selfplay["shard_size"]}
+    tasks = store.plan(folder, "connect4", "selfplay", options, 0).tasks[:2]
+    with mp.get_context("spawn").Pool(2) as pool:  # temporary files only: nothing commits
+        pool.map(_one_shard, tasks)  # a warm-up: each process loads its kernels
+        alone, paired = [], []
+        for _ in range(rounds):
+            alone += pool.map(_one_shard, tasks[:1])
+            paired += pool.map(_one_shard, tasks)
+    return {
+        "alone_s": [round(x, 3) for x in alone],
+        "side_by_side_s": [round(x, 3) for x in paired],
+        "slowdown_side_by_side": round(statistics.mean(paired) / statistics.mean(alone), 3),
+        "ceiling_ratio_2_vs_1": round(2 * statistics.mean(alone) / statistics.mean(paired), 3),
     }
 
 
@@ -242,11 +280,13 @@ def main() -> None:
         stack.close()
         cluster.down(state_dir)
     overhead = (tiny["wall_s"] - tiny["shard_seconds"]) / tiny["shards"]
+    ceiling = plain_processes(work / "plain", loads["sized"])
     after = yardstick()
     emit(
         {
             "yardstick_games_per_s": {"before": before, "after": after},
             "selfplay": runs,
+            "no_cluster_two_processes": ceiling,
             "target_ratio": 1.8,
             "tiny_shards_one_worker": tiny,
             "overhead_per_task_s": round(overhead, 4),
@@ -261,6 +301,9 @@ def main() -> None:
             "full_profile_generation": rows,
             "projection_note": "model, not a measurement: ceil(shards/n) x (shard + overhead)"
             " per generation stage, one stage after another; training is not included",
+            "not_projected": [
+                f"{g}/{d['name']}" for g, _, (t, d) in full_profile_datasets() if t in WHOLE
+            ],
             "projected_generation_wall_s": {
                 str(n): round(project(rows, overhead, n), 1) for n in (1, 2, 8, 64)
             },
