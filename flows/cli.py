@@ -7,6 +7,7 @@ game, illegal history, bad flag) print one line on stderr and exit with code 2.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -282,7 +283,24 @@ _register_command_groups()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: user errors become one stderr line and exit code 2, never a traceback."""
+    """Entry point: a pipeline stage goes to the warm stage host when `gridbots repro` started
+    one (flows/stage_host.py), any other command (or a declined stage) runs here."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["stage"]:
+        from flows.stage_host import ENV, run_through_host
+
+        if ENV in os.environ:
+            from flows.stage_commands import quiet
+
+            quiet()  # the defaults a stage sets itself, so the host compares like with like
+            code = run_through_host(args)
+            if code is not None:
+                return code
+    return run(argv)
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Runs a command: user errors become one stderr line and exit code 2, never a traceback."""
     from agents.human import Quit
     from engine.protocol import GameError, IllegalActionError
 

@@ -22,8 +22,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("engine", "agents", "features", "models", "flows")
-#: the command line every stage goes through (its module-level imports run for every stage)
-ENTRY = ("flows.cli", "flows.stage_commands", "flows.params")
+#: the command line every stage goes through (its module-level imports run for every stage),
+#: the warm host included (flows/stage_host.py: `gridbots repro` runs stages through it)
+ENTRY = ("flows.cli", "flows.stage_commands", "flows.params", "flows.stage_host")
 
 
 def module_file(name: str, root: Path = ROOT) -> Path | None:

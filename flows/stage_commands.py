@@ -29,7 +29,7 @@ ROOT = Path(".")
 DEFAULT_PARAMS = Path("params.yaml")
 
 
-def _quiet() -> None:
+def quiet() -> None:
     """No telemetry; and unless `--verbose`, Prefect's console shows warnings and errors only
     (the runs' INFO logs still reach the Prefect UI)."""
     from engine.noise import verbose
@@ -50,7 +50,7 @@ def _quiet() -> None:
 def _load(stage: str, game: str | None, name: str | None, path: Path) -> dict:
     from flows.params import load_for
 
-    _quiet()
+    quiet()
     return load_for(stage, game, name, path)
 
 
@@ -243,7 +243,7 @@ def repro(
     ] = Path(".cluster"),
 ):
     """`dvc repro` with one Prefect server for all stages, then where to look."""
-    _quiet()
+    quiet()
     env = dict(os.environ)
     server = None
     if cluster:  # its Prefect and MLflow servers, its scheduler: every stage reads them
@@ -262,12 +262,14 @@ def repro(
     if not cluster and not env.get("PREFECT_API_URL"):
         typer.echo("starting a Prefect server for this run …", err=True)
         server, env["PREFECT_API_URL"] = start_prefect_server()
+    from flows.stage_host import start_host
+
+    host, env = start_host(env)  # stages use it once its imports are done, before that not
     try:
         command = ["dvc", "repro", *(["--force"] if force else []), *(targets or [])]
         code = subprocess.run(command, env=env).returncode
     finally:
-        if server is not None:
-            _stop_servers([server], grace=30.0)
+        _stop_servers([p for p in (host, server) if p is not None], grace=30.0)
     if code:
         raise typer.Exit(code)
     where(params)
@@ -307,7 +309,7 @@ def ui(
     params: PARAMS = DEFAULT_PARAMS,
 ):
     """Starts the Prefect server and the MLflow UI on 127.0.0.1; Ctrl-C stops both."""
-    _quiet()
+    quiet()
     # Ctrl-C and `kill` stop both servers, even when started where SIGINT is ignored (a
     # background job of a script, a test runner's worker): Python then leaves it ignored
     signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -24,6 +24,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from flows.stage_host import start_host
+
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -136,7 +138,12 @@ def repo(tmp_path_factory):
     )
     with prefect_test_harness(server_startup_timeout=180):  # one server for every stage
         env["PREFECT_API_URL"] = PREFECT_API_URL.value()
-        yield root, env
+        host, env = start_host(env)  # as `gridbots repro` does: stages fork from a warm host
+        try:
+            yield root, env
+        finally:
+            host.terminate()
+            host.wait(timeout=60)
 
 
 def dvc(repo, *args: str) -> subprocess.CompletedProcess:

@@ -1,0 +1,129 @@
+"""The warm stage host (flows/stage_host.py): a stage run through it makes what the same stage
+makes in a process of its own, in a forked child (not the caller); its exit code and its one
+stderr line reach the caller; a caller killed mid-stage takes the child with it; a caller whose
+import-time environment differs from the host's runs the stage itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from flows.stage_host import ENV, start_host
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+
+def _params(root: Path, agent: str = "mcts:sims=20", games: int = 4) -> Path:
+    params = {
+        "games": ["connect4"],
+        "workers": 1,
+        "dask": {"address": ""},
+        "connect4": {"spec": "connect4", "datasets": {"selfplay": {
+            "seed": 3, "options": {"x": games, "shard_size": 2, "agent": agent}}}},
+    }  # fmt: skip
+    path = root / "params.yaml"
+    path.write_text(json.dumps(params))
+    return path
+
+
+@pytest.fixture(scope="module")
+def host(tmp_path_factory):
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", ENV))}
+        env.update(PYTHONPATH=str(REPO), PREFECT_API_URL=PREFECT_API_URL.value())
+        process, env = start_host(env)
+        try:
+            deadline = time.time() + 180
+            while not Path(env[ENV]).exists():  # bound once its imports are done
+                assert process.poll() is None and time.time() < deadline
+                time.sleep(0.2)
+            yield process, env
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def _stage(root: Path, env: dict[str, str], *args: str, wait: bool = True):
+    command = [sys.executable, "-m", "flows.cli", "stage", "generate", "connect4", *args]
+    process = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    if not wait:
+        return process
+    out, err = process.communicate(timeout=300)
+    return process.pid, process.returncode, out, err
+
+
+def _maker_pids(root: Path) -> set[int]:
+    manifest = json.loads((root / "data" / "connect4" / "selfplay" / "manifest.json").read_text())
+    return {int(s["worker"].rpartition(":")[2]) for s in manifest["shards"].values()}
+
+
+def _hash(root: Path) -> str:
+    manifest = json.loads((root / "data" / "connect4" / "selfplay" / "manifest.json").read_text())
+    return manifest["content_hash"]
+
+
+def test_a_stage_through_the_host_makes_what_its_own_process_makes(host, tmp_path):
+    process, env = host
+    warm, alone = tmp_path / "warm", tmp_path / "alone"
+    for root in (warm, alone):
+        root.mkdir()
+        _params(root)
+    pid, code, out, err = _stage(warm, env, "selfplay")
+    assert code == 0, err
+    assert "data/connect4/selfplay" in out  # the child's stdout is the caller's
+    assert pid not in _maker_pids(warm)  # made by the host's child, not the caller
+    assert {p.pid for p in psutil.Process(process.pid).children()} == set()  # reaped
+    plain = {k: v for k, v in env.items() if k != ENV}
+    pid, code, _out, err = _stage(alone, plain, "selfplay")
+    assert code == 0, err
+    assert _maker_pids(alone) == {pid}  # no host: the caller made it
+    assert _hash(warm) == _hash(alone)
+
+
+def test_bad_input_gives_the_callers_one_line_and_exit_code_2(host, tmp_path):
+    _process, env = host
+    _params(tmp_path)
+    _pid, code, _out, err = _stage(tmp_path, env, "no-such-dataset")
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and "no-such-dataset" in err, err
+
+
+def test_a_killed_caller_takes_its_stage_with_it(host, tmp_path):
+    process, env = host
+    _params(tmp_path, agent="mcts:sims=200000", games=40)
+    caller = _stage(tmp_path, env, "selfplay", wait=False)
+    deadline = time.time() + 120
+    while not psutil.Process(process.pid).children():  # the stage's child is running
+        assert caller.poll() is None and time.time() < deadline, caller.communicate()
+        time.sleep(0.05)
+    child = psutil.Process(process.pid).children()[0]
+    time.sleep(1.0)
+    os.kill(caller.pid, signal.SIGKILL)
+    caller.wait()
+    gone, alive = psutil.wait_procs([child], timeout=30)
+    assert gone and not alive
+    folder = tmp_path / "data" / "connect4" / "selfplay"
+    assert not (folder / "manifest.json").is_file() or not json.loads(
+        (folder / "manifest.json").read_text()
+    ).get("complete")
+
+
+def test_a_different_import_time_environment_runs_the_stage_itself(host, tmp_path):
+    _process, env = host
+    _params(tmp_path)
+    pid, code, _out, err = _stage(tmp_path, {**env, "PREFECT_LOGGING_LEVEL": "ERROR"}, "selfplay")
+    assert code == 0, err
+    assert _maker_pids(tmp_path) == {pid}
