@@ -75,14 +75,27 @@ def run_through_host(argv: list[str]) -> int | None:
         conn.connect(path)
     except OSError:
         return None
+    request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+    sys.stdout.flush()
+    sys.stderr.flush()
     with conn:
-        request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        socket.send_fds(conn, [_HEADER.pack(len(request)) + request], [0, 1, 2])
-        answer = _receive(conn, 5)
-    if answer is None or answer[:1] != b"=":  # "F": the host declined; None: it went away
-        return None
+        try:
+            try:
+                socket.send_fds(conn, [_HEADER.pack(len(request)) + request], [0, 1, 2])
+                if _receive(conn, 1) != b"A":  # "F": declined; nothing: the host went away
+                    return None
+            except OSError:
+                return None
+            try:  # from here on the stage is the child's: never run it twice
+                answer = _receive(conn, 5)
+            except OSError:
+                answer = None
+        except KeyboardInterrupt:  # a child dies with this connection
+            print("gridbots: stopped", file=sys.stderr)
+            return 130
+    if answer is None or answer[:1] != b"=":
+        print("gridbots: error: the stage's process ended without an exit code", file=sys.stderr)
+        return 1
     return int(answer[1:].decode())
 
 
@@ -144,7 +157,10 @@ def serve(path: Path, ready: Path | None = None) -> None:
             except InterruptedError:
                 continue
             with conn:
-                _serve_one(conn, listener, own_env)
+                try:
+                    _serve_one(conn, listener, own_env)
+                except (OSError, ValueError, KeyError, struct.error):  # that caller runs itself
+                    continue
     finally:
         listener.close()
         path.unlink(missing_ok=True)
@@ -170,6 +186,7 @@ def _serve_one(conn: socket.socket, listener: socket.socket, own_env: dict[str, 
         if len(fds) != 3 or _import_time_env(request["env"]) != own_env:
             conn.sendall(b"F")
             return
+        conn.sendall(b"A")  # accepted: the caller waits for the child's exit code
         if os.fork() == 0:  # the child never returns
             listener.close()
             _child(conn, request, fds)

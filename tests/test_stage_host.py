@@ -127,3 +127,22 @@ def test_a_different_import_time_environment_runs_the_stage_itself(host, tmp_pat
     pid, code, _out, err = _stage(tmp_path, {**env, "PREFECT_LOGGING_LEVEL": "ERROR"}, "selfplay")
     assert code == 0, err
     assert _maker_pids(tmp_path) == {pid}
+
+
+def test_a_stage_killed_in_the_host_fails_its_caller_and_is_not_run_twice(host, tmp_path):
+    process, env = host
+    _params(tmp_path, agent="mcts:sims=200000", games=40)
+    caller = _stage(tmp_path, env, "selfplay", wait=False)
+    deadline = time.time() + 120
+    while not psutil.Process(process.pid).children():
+        assert caller.poll() is None and time.time() < deadline, caller.communicate()
+        time.sleep(0.05)
+    psutil.Process(process.pid).children()[0].kill()  # the OOM killer, say
+    _out, err = caller.communicate(timeout=60)
+    assert caller.returncode == 1
+    assert err.strip().splitlines()[-1].endswith("ended without an exit code"), err
+    assert not (tmp_path / "data" / "connect4" / "selfplay" / "manifest.json").is_file() or not (
+        json.loads((tmp_path / "data" / "connect4" / "selfplay" / "manifest.json").read_text()).get(
+            "complete"
+        )
+    )
