@@ -129,15 +129,19 @@ def start_host(env: dict[str, str]) -> tuple[subprocess.Popen | None, dict[str, 
     return process, {**env, ENV: str(path)}
 
 
-def serve(path: Path, ready: Path | None = None) -> None:
+def serve(path: Path) -> None:
     """Imports the stages' modules, then forks one child per caller until SIGTERM."""
     import importlib
 
+    # held while importing (a library may set its own handler): a stop then waits for the end
+    # of the imports, and the host cleans up
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     from flows.stage_commands import quiet
 
     quiet()  # as every stage does first
     for module in PRELOAD:
         importlib.import_module(module)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     if threading.active_count() != 1:  # a thread would leave its locks held in every child
         names = ", ".join(t.name for t in threading.enumerate())
         raise SystemExit(f"gridbots: stage host: threads after the imports ({names})")
@@ -146,11 +150,9 @@ def serve(path: Path, ready: Path | None = None) -> None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(path))
     listener.listen(16)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     signal.signal(signal.SIGCHLD, lambda *_: _reap())
-    if ready is not None:
-        ready.write_text(str(os.getpid()))
     try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
         while True:
             try:
                 conn, _ = listener.accept()

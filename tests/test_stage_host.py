@@ -53,6 +53,15 @@ def host(tmp_path_factory):
         finally:
             process.terminate()
             process.wait(timeout=30)
+    assert not Path(env[ENV]).parent.exists()  # its socket and folder went with it
+
+
+def test_a_host_stopped_while_it_imports_leaves_nothing(tmp_path):
+    process, env = start_host({**os.environ, "PYTHONPATH": str(REPO)})
+    time.sleep(2.0)  # still importing (its imports take several seconds)
+    process.terminate()
+    process.wait(timeout=30)
+    assert not Path(env[ENV]).parent.exists()
 
 
 def _stage(root: Path, env: dict[str, str], *args: str, wait: bool = True):
