@@ -269,7 +269,7 @@ def repro(
         command = ["dvc", "repro", *(["--force"] if force else []), *(targets or [])]
         code = subprocess.run(command, env=env).returncode
     finally:
-        _stop_servers([p for p in (host, server) if p is not None], grace=30.0)
+        _stop_servers([host] + ([server] if server is not None else []), grace=30.0)
     if code:
         raise typer.Exit(code)
     where(params)

@@ -54,8 +54,10 @@ PRELOAD = (
     "hmmlearn.hmm",
     "matplotlib.pyplot",
 )
-#: environment read at import time: a caller that differs here runs its stage itself
-IMPORT_TIME_PREFIXES = ("PREFECT_", "MLFLOW_", "NUMBA_", "TF_", "DO_NOT_TRACK", "GX_", "PYTHON")
+#: environment read at import time (GRIDBOTS_VERBOSE decides what the imports may print): a
+#: caller that differs here runs its stage itself
+IMPORT_TIME_PREFIXES = ("PREFECT_", "MLFLOW_", "NUMBA_", "TF_", "DO_NOT_TRACK", "GX_", "PYTHON",
+                        "GRIDBOTS_VERBOSE")  # fmt: skip
 _HEADER = struct.Struct("!I")
 
 
@@ -110,14 +112,9 @@ def _receive(conn: socket.socket, size: int) -> bytes | None:
 
 
 # ---- the host ----------------------------------------------------------------------------------
-def start_host(env: dict[str, str]) -> tuple[subprocess.Popen | None, dict[str, str]]:
+def start_host(env: dict[str, str]) -> tuple[subprocess.Popen, dict[str, str]]:
     """Starts a host (its own process group, the stages' environment) and returns it with that
-    environment naming its socket; stages find it once its imports are done. `(None, env)`
-    when the stages are told to be verbose (their output is the host's to mute otherwise)."""
-    from engine.noise import VERBOSE
-
-    if env.get(VERBOSE, "") not in ("", "0"):
-        return None, env
+    environment naming its socket; stages find it once its imports are done."""
     folder = Path(tempfile.mkdtemp(prefix="gridbots-host-"))  # a short path: sockets need one
     path = folder / "stages.sock"
     process = subprocess.Popen(

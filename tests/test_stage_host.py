@@ -94,7 +94,10 @@ def test_a_stage_through_the_host_makes_what_its_own_process_makes(host, tmp_pat
     assert code == 0, err
     assert "data/connect4/selfplay" in out  # the child's stdout is the caller's
     assert pid not in _maker_pids(warm)  # made by the host's child, not the caller
-    assert {p.pid for p in psutil.Process(process.pid).children()} == set()  # reaped
+    deadline = time.time() + 10  # the child exits just after it sends the code; then reaped
+    while psutil.Process(process.pid).children() and time.time() < deadline:
+        time.sleep(0.05)
+    assert {p.pid for p in psutil.Process(process.pid).children()} == set()
     plain = {k: v for k, v in env.items() if k != ENV}
     pid, code, _out, err = _stage(alone, plain, "selfplay")
     assert code == 0, err
@@ -130,10 +133,11 @@ def test_a_killed_caller_takes_its_stage_with_it(host, tmp_path):
     ).get("complete")
 
 
-def test_a_different_import_time_environment_runs_the_stage_itself(host, tmp_path):
+@pytest.mark.parametrize("setting", [("PREFECT_LOGGING_LEVEL", "ERROR"), ("GRIDBOTS_VERBOSE", "1")])
+def test_a_different_import_time_environment_runs_the_stage_itself(host, tmp_path, setting):
     _process, env = host
     _params(tmp_path)
-    pid, code, _out, err = _stage(tmp_path, {**env, "PREFECT_LOGGING_LEVEL": "ERROR"}, "selfplay")
+    pid, code, _out, err = _stage(tmp_path, {**env, setting[0]: setting[1]}, "selfplay")
     assert code == 0, err
     assert _maker_pids(tmp_path) == {pid}
 
