@@ -130,7 +130,8 @@ def _render(text: Any, variables: dict[str, Any]) -> Any:
 
 
 def stages(root: Path = ROOT, params_file: str = "params.yaml") -> dict[str, dict[str, Any]]:
-    """Every stage of dvc.yaml with foreach expanded: name → {cmd, deps, outs} (paths)."""
+    """Every stage of dvc.yaml with foreach expanded: name → {cmd, deps, outs (paths), params
+    (the dotted keys it reads from the profile)}."""
     params = yaml.safe_load((root / params_file).read_text())
     spec = yaml.safe_load((root / "dvc.yaml").read_text())["stages"]
     expanded: dict[str, dict[str, Any]] = {}
@@ -152,7 +153,8 @@ def stages(root: Path = ROOT, params_file: str = "params.yaml") -> dict[str, dic
         for field in ("outs", "metrics", "plots"):
             for entry in stage.get(field, []):
                 outs.append(next(iter(entry)) if isinstance(entry, dict) else entry)
-        result[name] = {"cmd": stage["cmd"], "deps": stage.get("deps", []), "outs": outs}
+        result[name] = {"cmd": stage["cmd"], "deps": stage.get("deps", []), "outs": outs,
+                        "params": stage.get("params", [])}  # fmt: skip
         if name in techniques:
             result[name]["technique"] = techniques[name]
     return result

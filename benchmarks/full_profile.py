@@ -1,0 +1,370 @@
+"""Projected wall-clock of the `full` profile's `dvc repro` on 1, 2, 8 and 64 one-thread workers.
+
+A model fitted to two measured runs (issue 18), not a run of the full profile, which would take
+days on 2 cores. The method, every step stated so the figure can be checked:
+
+1. Two scaled copies of params-full.yaml run for real. Every count that sets how much work a
+   stage does is multiplied by the scale (at least its smallest legal value): dataset games,
+   match and gate games, the validation sample, NEAT generations, TD games and PlayerZero games
+   per generation. Everything else stays as in the full profile: sweeps, epochs, network sizes,
+   the NEAT population, search budgets. PlayerZero runs two generations (0 from MCTS, 1 from
+   PUCT) with no hour limit. Each copy runs as `gridbots repro` runs it: `dvc repro` on a
+   throw-away clone, through the warm stage host, with no cluster and one process
+   (`workers: 1`). Every stage's wall-clock is read from dvc's output as it runs.
+2. Each stage's two points (the share of its full-profile work it did, seconds) give a line.
+   - The intercept is what does not grow with the work: imports, compilation, per-shard and
+     per-configuration costs.
+   - The slope is the seconds its full-profile work takes on one core.
+   - A stage that does not scale (export, report, the territory study) keeps its mean.
+   - Othello's `thorough` tree grows with depth, not with a count. The larger scale builds the
+     full profile's depth and the smaller one `--thorough-depth`; the states in the dataset's
+     manifest are its work.
+3. On n workers a stage takes intercept + slope x ceil(T/n)/T + ceil(T/n) x overhead. T is the
+   stage's fan-out in the full profile: shards, sweep configurations, pairings, NEAT seeds, TD
+   configurations and runs, or 1 where the stage works in its own process only. The overhead is
+   the per-task cost that `benchmarks/cluster.py` measures (`--overhead`).
+4. A PlayerZero loop is projected per generation from its state.json. Self-play fans out over
+   its shards; training, the arena and the evaluation are counted as serial. Generation 0 is
+   followed by PUCT generations up to `generations`, and the loop stops at the profile's
+   `hours`, as the loop itself does.
+
+Stages run one after another, as `dvc repro` runs them. Prints JSON Lines: each measured run,
+then the projection.
+
+    .venv/bin/python benchmarks/full_profile.py [--scales 0.002 0.006] [--overhead 0.213]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+BIN = Path(sys.executable).parent
+WORKERS = (1, 2, 8, 64)
+
+
+def scaled_profile(full: dict[str, Any], scale: float, thorough_depth: int | None,
+                   floor: int = 1) -> dict:  # fmt: skip
+    """params-full.yaml with every work-setting count times `scale` (see the module docstring).
+
+    `thorough_depth` None keeps the full profile's tree depth. A count never goes below `floor`
+    times its smallest legal value: the larger run raises the floor so that counts the small
+    scale rounds to their minimum (match games, NEAT generations) differ between the two runs.
+    """
+
+    def _times(count: float, low: int = 1) -> int:
+        return max(low * floor, round(count * scale))
+
+    def _even(count: float) -> int:  # sides swapped: one game of each side
+        return max(2 * floor, 2 * round(count * scale / 2))
+
+    p = copy.deepcopy(full)
+    p["workers"] = 1
+    p["promote"]["games"] = _even(p["promote"]["games"])
+    for game in p["games"]:
+        chain = p[game]
+        for name, dataset in (chain.get("datasets") or {}).items():
+            options = dataset["options"]
+            if dataset.get("technique", name) == "thorough":
+                options["x"] = thorough_depth or options["x"]
+                continue
+            options["x"] = _times(options["x"])
+            if "shard_size" in options:
+                options["shard_size"] = _times(options["shard_size"])
+        if "validation" in chain:
+            chain["validation"]["sample"] = _times(chain["validation"]["sample"], 10)
+        for model in (chain.get("models") or {}).values():
+            if model["family"] == "neat":
+                model["params"]["generations"] = _times(model["params"]["generations"])
+        if "evaluate" in chain:
+            chain["evaluate"]["games"] = _even(chain["evaluate"]["games"])
+    td = p["othello"]["td"]
+    td["study"].update(games=_times(td["study"]["games"]),
+                       matrix_games=_even(td["study"]["matrix_games"]))  # fmt: skip
+    td["study"]["minimax"]["games"] = _even(td["study"]["minimax"]["games"])
+    td["grid"].update(games=_times(td["grid"]["games"]),
+                      eval_games=_even(td["grid"]["eval_games"]))  # fmt: skip
+    long = td["long"]
+    long.update(games=_times(long["games"]), curve_every=_times(long["curve_every"]),
+                curve_games=_even(long["curve_games"]))  # fmt: skip
+    for run in long["runs"].values():
+        if "games" in run:
+            run["games"] = _times(run["games"])
+    td["tournament"]["games"] = _even(td["tournament"]["games"])
+    td["promote"]["games"] = _even(td["promote"]["games"])
+    for loop in p["playerzero"].values():
+        loop.update(generations=2, hours=0, workers=1)
+        for step in ("first", "selfplay"):
+            loop[step]["games"] = _times(loop[step]["games"], 2)
+            loop[step]["shard_size"] = _times(loop[step]["shard_size"])
+        loop["selfplay"]["parallel"] = min(loop["selfplay"]["parallel"], loop["selfplay"]["games"])
+        arena = loop["arena"]
+        arena["games"] = _even(arena["games"])
+        arena["min_games"] = min(arena["min_games"], arena["games"])
+        evaluate = loop["evaluate"]
+        if evaluate.get("positions"):
+            evaluate["positions"] = _times(evaluate["positions"], 10)
+        if "games" in evaluate:
+            evaluate["games"] = _even(evaluate["games"])
+        if "promote" in loop:
+            loop["promote"]["games"] = _even(loop["promote"]["games"])
+    return p
+
+
+def run_profile(params: dict[str, Any], work: Path, label: str) -> dict[str, Any]:
+    """`dvc repro` of `params` on a clone of this commit through a stage host; seconds per stage."""
+    import yaml
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from flows.stage_host import start_host
+
+    root = work / label
+    subprocess.run(["git", "clone", "-q", str(REPO), str(root)], check=True)
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    listed = subprocess.run([str(BIN / "dvc"), "stage", "list"], cwd=root, capture_output=True,
+                            text=True, check=True).stdout.splitlines()  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "PREFECT_", "DVC_"))}
+    env.update(PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}", DVC_NO_ANALYTICS="1",
+               DO_NOT_TRACK="1", MLFLOW_DISABLE_TELEMETRY="1", GX_ANALYTICS_ENABLED="false",
+               PREFECT_SERVER_ANALYTICS_ENABLED="false", PYTHONPATH=str(root),
+               GRIDBOTS_MODEL_CACHE=str(work / f"{label}-model-cache"))  # fmt: skip
+    seconds: dict[str, float] = {}
+    with prefect_test_harness(server_startup_timeout=180):
+        env["PREFECT_API_URL"] = PREFECT_API_URL.value()
+        host, env = start_host(env)
+        progress = Progress(console=Console(stderr=True), transient=True)
+        try:
+            with progress:
+                bar = progress.add_task(f"dvc repro, scale {label}", total=len(listed))
+                started = time.perf_counter()
+                repro = subprocess.Popen([str(BIN / "dvc"), "repro"], cwd=root, env=env,
+                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                         text=True)  # fmt: skip
+                stage, since, tail = None, started, []
+                for line in repro.stdout:
+                    tail = [*tail[-40:], line]
+                    found = re.match(r"Running stage '([^']+)'", line)
+                    if found:
+                        now = time.perf_counter()
+                        if stage:
+                            seconds[stage] = round(now - since, 2)
+                        stage, since = found.group(1), now
+                        progress.advance(bar)
+                        progress.update(bar, description=f"scale {label}: {stage}")
+                if repro.wait():
+                    raise SystemExit(f"dvc repro at scale {label} failed:\n{''.join(tail)}")
+                seconds[stage] = round(time.perf_counter() - since, 2)
+        finally:
+            host.terminate()
+            host.wait(timeout=60)
+    return {"root": root, "seconds": seconds, "wall_s": round(sum(seconds.values()), 1)}
+
+
+def _dataset_size(params: dict, root: Path, game: str, name: str) -> float:
+    """A dataset's work: its games (`x`), or for a depth tree the states it holds."""
+    dataset = params[game]["datasets"][name]
+    if dataset.get("technique", name) != "thorough":
+        return float(dataset["options"]["x"])
+    manifest = json.loads((root / "data" / game / name / "manifest.json").read_text())
+    return float(max(manifest["counts"].values()))
+
+
+def stage_work(params: dict, root: Path, stage: str) -> float | None:
+    """How much work `stage` does under `params` (None: the same at every scale)."""
+    head, _, item = stage.partition("@")
+    kind, _, game = head.partition("-")
+    td = params["othello"]["td"]
+    if kind == "td":
+        step = game.split("-")[0]
+        return float(td[step]["games"]) if step in ("study", "grid", "long", "tournament",
+                                                    "promote") else None  # fmt: skip
+    if kind in ("generate", "validate"):
+        return _dataset_size(params, root, game, item)
+    if kind == "encode":
+        return _dataset_size(params, root, game, params[game]["encodings"][item]["dataset"])
+    if kind == "train":
+        encoding = params[game]["models"][item]["encoding"]
+        return _dataset_size(params, root, game, params[game]["encodings"][encoding]["dataset"])
+    if kind == "evaluate":
+        return float(params[game]["evaluate"]["games"])
+    if kind == "promote":
+        return float(params["promote"]["games"])
+    if kind == "neat":
+        return float(params[game]["models"][item]["params"]["generations"])
+    return None
+
+
+def fan_out(full: dict, root: Path, stage: str) -> int:
+    """Tasks the stage hands a cluster in the full profile (1: it works in its own process)."""
+    from engine import parse_game_spec
+    from features.generate import num_shards, parse_params
+
+    head, _, item = stage.partition("@")
+    kind, _, game = head.partition("-")
+    if kind == "generate":
+        dataset = full[game]["datasets"][item]
+        spec = parse_game_spec(full[game]["spec"])
+        technique = dataset.get("technique", item)
+        module, parsed = parse_params(spec, technique, dict(dataset["options"]))
+        return num_shards(module, spec, parsed)
+    if kind == "train":
+        return math.prod(len(v) for v in full[game]["models"][item].get("sweep", {}).values())
+    if kind == "neat":
+        return len(full[game]["models"][item]["seeds"])
+    if kind == "td":
+        step = game.split("-")[0]
+        td = full["othello"]["td"]
+        if step == "grid":
+            return math.prod(len(v) for v in td["grid"]["axes"].values())
+        if step == "study":
+            return len(json.loads((root / "td/othello/study/study.json").read_text())["configs"])
+        if step == "long":
+            return len(td["long"]["runs"])
+        if step == "tournament":
+            summary = json.loads((root / "evaluation/othello/summary.json").read_text())
+            return len(summary["pairings"])
+    if kind == "evaluate":
+        summary = json.loads((root / "evaluation" / game / "summary.json").read_text())
+        return len(summary.get("pairings") or summary["levels"])
+    return 1
+
+
+def line(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """(intercept, slope) through two (work share, seconds) points, neither below zero."""
+    (x1, y1), (x2, y2) = points
+    slope = max(0.0, (y2 - y1) / (x2 - x1))
+    return max(0.0, y1 - slope * x1), slope
+
+
+def on_workers(intercept: float, slope: float, tasks: int, overhead: float, n: int) -> float:
+    rounds = math.ceil(tasks / n)
+    return intercept + slope * rounds / tasks + rounds * overhead
+
+
+def project_stage(full: dict, runs: list[dict], scaled: list[dict], stage: str) -> dict:
+    measured = [run["seconds"][stage] for run in runs]
+    work = [stage_work(p, run["root"], stage) for p, run in zip(scaled, runs, strict=True)]
+    full_work = stage_work(full, runs[-1]["root"], stage)
+    row: dict[str, Any] = {"stage": stage, "measured_s": measured}
+    if full_work is None or work[0] == work[1]:
+        row.update(intercept_s=round(sum(measured) / 2, 2), slope_s=0.0, tasks=1)
+        return row
+    shares = [w / full_work for w in work]
+    intercept, slope = line(list(zip(shares, measured, strict=True)))
+    row.update(work_share=[round(s, 6) for s in shares], intercept_s=round(intercept, 2),
+               slope_s=round(slope, 1), tasks=fan_out(full, runs[-1]["root"], stage))  # fmt: skip
+    return row
+
+
+def project_playerzero(full: dict, runs: list[dict], scaled: list[dict], game: str,
+                       overhead: float) -> dict:  # fmt: skip
+    """One loop: its generations projected from their own seconds, capped at `hours`."""
+    loop = full["playerzero"][game]
+    stage = f"playerzero@{game}"
+    histories = [json.loads((run["root"] / "playerzero" / game / "state.json").read_text())
+                 ["history"] for run in runs]  # fmt: skip
+    generations = {}
+    for g, step in ((0, "first"), (1, "selfplay")):
+        shares = [p["playerzero"][game][step]["games"] / loop[step]["games"] for p in scaled]
+        play = [h[g]["selfplay"]["seconds"] for h in histories]
+        rest = [h[g]["seconds"] - h[g]["selfplay"]["seconds"] for h in histories]
+        generations[g] = {
+            "selfplay": line(list(zip(shares, play, strict=True))),
+            "rest": line(list(zip(shares, rest, strict=True))),
+            "tasks": math.ceil(loop[step]["games"] / loop[step]["shard_size"]),
+        }
+    outside = [run["seconds"][stage] - sum(h["seconds"] for h in hist)
+               for run, hist in zip(runs, histories, strict=True)]  # fmt: skip
+    start = max(0.0, sum(outside) / 2)
+
+    def generation(g: int, n: int) -> float:
+        play, rest = generations[g]["selfplay"], generations[g]["rest"]
+        return on_workers(*play, generations[g]["tasks"], overhead, n) + sum(rest)
+
+    walls = {}
+    for n in WORKERS:
+        uncapped = generation(0, n) + (loop["generations"] - 1) * generation(1, n)
+        walls[n] = start + min(uncapped, float(loop["hours"]) * 3600 or uncapped)
+    return {
+        "stage": stage,
+        "measured_s": [run["seconds"][stage] for run in runs],
+        "generation_0_one_core_s": round(generation(0, 1), 1),
+        "generation_1_one_core_s": round(generation(1, 1), 1),
+        "hours_cap": loop["hours"],
+        "projected_s": {str(n): round(w, 1) for n, w in walls.items()},
+    }
+
+
+def main() -> None:
+    import yaml
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scales", type=float, nargs=2, default=(0.002, 0.006),
+                        help="the two scales run for real")  # fmt: skip
+    parser.add_argument("--thorough-depth", type=int, default=5,
+                        help="the smaller scale's Othello tree depth")  # fmt: skip
+    parser.add_argument(
+        "--overhead",
+        type=float,
+        default=0.213,
+        help="seconds a cluster task costs (benchmarks/cluster.py measures it)",
+    )
+    args = parser.parse_args()
+    full = yaml.safe_load((REPO / "params-full.yaml").read_text())
+    work = Path(tempfile.mkdtemp(prefix="gridbots-full-projection-"))
+    scaled = [scaled_profile(full, args.scales[0], args.thorough_depth),
+              scaled_profile(full, args.scales[1], None, floor=3)]  # fmt: skip
+    runs = []
+    for scale, params in zip(args.scales, scaled, strict=True):
+        run = run_profile(params, work, str(scale))
+        runs.append(run)
+        print(json.dumps({"scale": scale, "wall_s": run["wall_s"], "seconds": run["seconds"]}),
+              flush=True)  # fmt: skip
+    rows, loops = [], []
+    for stage in runs[0]["seconds"]:
+        if stage.startswith("playerzero@"):
+            loops.append(project_playerzero(full, runs, scaled, stage.split("@")[1],
+                                            args.overhead))  # fmt: skip
+            continue
+        rows.append(project_stage(full, runs, scaled, stage))
+    totals = {}
+    for n in WORKERS:
+        stages = sum(on_workers(r["intercept_s"], r["slope_s"], r["tasks"], args.overhead, n)
+                     for r in rows)  # fmt: skip
+        totals[str(n)] = {
+            "hours": round((stages + sum(p["projected_s"][str(n)] for p in loops)) / 3600, 2),
+            "without_playerzero_hours": round(stages / 3600, 2),
+        }
+    largest = sorted(rows, key=lambda r: -on_workers(r["intercept_s"], r["slope_s"], r["tasks"],
+                                                     args.overhead, 64))[:8]  # fmt: skip
+    print(json.dumps({
+        "projection_note": "a model fitted to the two measured runs above (module docstring), "
+                           "not a run of the full profile",
+        "overhead_per_task_s": args.overhead,
+        "stages": rows,
+        "playerzero": loops,
+        "projected_wall": totals,
+        "largest_on_64_workers": [
+            {"stage": r["stage"], "tasks": r["tasks"],
+             "seconds": round(on_workers(r["intercept_s"], r["slope_s"], r["tasks"],
+                                         args.overhead, 64), 1)} for r in largest],
+    }), flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
