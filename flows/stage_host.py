@@ -208,7 +208,7 @@ def _child(conn: socket.socket, request: dict, fds: list[int]) -> None:
         os.environ.update(request["env"])
         sys.argv = ["gridbots", *request["argv"]]
         random.seed()
-        threading.Thread(target=_die_with_caller, args=(conn,), daemon=True).start()
+        _watch_caller(conn, fds)
         from flows.cli import run
 
         code = run(request["argv"])
@@ -231,12 +231,22 @@ def _child(conn: socket.socket, request: dict, fds: list[int]) -> None:
             os._exit(code)
 
 
-def _die_with_caller(conn: socket.socket) -> None:
-    """The caller holds the connection open until it has the exit code: its end closing first
-    means it was killed, and so is this stage, with its own processes."""
-    with contextlib.suppress(OSError):
-        conn.recv(1)
-    os.killpg(0, signal.SIGKILL)
+def _watch_caller(conn: socket.socket, fds: list[int]) -> None:
+    """Forks a watcher into the stage's process group: the caller holds the connection open
+    until it has the exit code, so its end closing first means it was killed, and the watcher
+    kills the stage with its own processes. A process, not a thread: a stage inside one long
+    compiled call (Othello's depth-7 tree, minutes) holds the GIL, and a thread would wait."""
+    if os.fork() != 0:
+        return
+    try:
+        for fd in (0, 1, 2, *fds):  # the caller's pipes stay with the stage alone
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        with contextlib.suppress(OSError):
+            conn.recv(1)
+        os.killpg(0, signal.SIGKILL)
+    finally:
+        os._exit(0)
 
 
 if __name__ == "__main__":  # what `start_host` runs

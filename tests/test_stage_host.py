@@ -64,8 +64,8 @@ def test_a_host_stopped_while_it_imports_leaves_nothing(tmp_path):
     assert not Path(env[ENV]).parent.exists()
 
 
-def _stage(root: Path, env: dict[str, str], *args: str, wait: bool = True):
-    command = [sys.executable, "-m", "flows.cli", "stage", "generate", "connect4", *args]
+def _stage(root: Path, env: dict[str, str], *args: str, wait: bool = True, game: str = "connect4"):
+    command = [sys.executable, "-m", "flows.cli", "stage", "generate", game, *args]
     process = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)  # fmt: skip
     if not wait:
@@ -113,21 +113,36 @@ def test_bad_input_gives_the_callers_one_line_and_exit_code_2(host, tmp_path):
     assert len(err.strip().splitlines()) == 1 and "no-such-dataset" in err, err
 
 
-def test_a_killed_caller_takes_its_stage_with_it(host, tmp_path):
+def _othello_tree(root: Path) -> None:
+    """Othello's depth-7 tree: one compiled call that holds the GIL for many minutes."""
+    params = {"games": ["othello"], "workers": 1, "dask": {"address": ""},
+              "othello": {"spec": "othello", "datasets": {"thorough": {
+                  "seed": 21, "options": {"x": 7, "y": 4}}}}}  # fmt: skip
+    (root / "params.yaml").write_text(json.dumps(params))
+
+
+@pytest.mark.parametrize("work", ["selfplay", "one-long-compiled-call"])
+def test_a_killed_caller_takes_its_stage_with_it(host, tmp_path, work):
     process, env = host
-    _params(tmp_path, agent="mcts:sims=200000", games=40)
-    caller = _stage(tmp_path, env, "selfplay", wait=False)
+    if work == "selfplay":
+        _params(tmp_path, agent="mcts:sims=200000", games=40)
+        game, args = "connect4", ("selfplay",)
+    else:
+        _othello_tree(tmp_path)
+        game, args = "othello", ("thorough",)
+    caller = _stage(tmp_path, env, *args, wait=False, game=game)
     deadline = time.time() + 120
     while not psutil.Process(process.pid).children():  # the stage's child is running
         assert caller.poll() is None and time.time() < deadline, caller.communicate()
         time.sleep(0.05)
     child = psutil.Process(process.pid).children()[0]
-    time.sleep(1.0)
+    time.sleep(3.0)
+    group = [child, *child.children(recursive=True)]  # the stage and its watcher
     os.kill(caller.pid, signal.SIGKILL)
     caller.wait()
-    gone, alive = psutil.wait_procs([child], timeout=30)
-    assert gone and not alive
-    folder = tmp_path / "data" / "connect4" / "selfplay"
+    gone, alive = psutil.wait_procs(group, timeout=30)
+    assert not alive and len(gone) == len(group)
+    folder = tmp_path / "data" / game / args[0]
     assert not (folder / "manifest.json").is_file() or not json.loads(
         (folder / "manifest.json").read_text()
     ).get("complete")
