@@ -16,9 +16,11 @@ days on 2 cores. The method, every step stated so the figure can be checked:
      per-configuration costs.
    - The slope is the seconds its full-profile work takes on one core.
    - A stage that does not scale (export, report, the territory study) keeps its mean.
-   - Othello's `thorough` tree grows with depth, not with a count. The larger scale builds the
-     full profile's depth and the smaller one `--thorough-depth`; the states in the dataset's
-     manifest are its work.
+   - Othello's `thorough` tree grows with depth, not with a count: the two runs build it to
+     `--thorough-depths` (5 and 6: the full profile's 7 takes ~50 min on one core here), and
+     its work, for it and the stages that read it, is the tree's states (the sum of perft
+     counts to that depth: 1,713, 9,913 and 65,005), checked against the states each run's
+     manifest holds.
 3. On n workers a stage takes intercept + slope x ceil(T/n)/T + ceil(T/n) x overhead. T is the
    stage's fan-out in the full profile: shards, sweep configurations, pairings, NEAT seeds, TD
    configurations and runs, or 1 where the stage works in its own process only. The overhead is
@@ -29,9 +31,12 @@ days on 2 cores. The method, every step stated so the figure can be checked:
    `hours`, as the loop itself does.
 
 Stages run one after another, as `dvc repro` runs them. Prints JSON Lines: each measured run,
-then the projection.
+then the projection. A run's seconds are kept in `--work` (default: a new temporary folder) as
+`<scale>.json` beside its clone, so a stopped benchmark given the same folder goes on from the
+runs it finished.
 
-    .venv/bin/python benchmarks/full_profile.py [--scales 0.002 0.006] [--overhead 0.213]
+    .venv/bin/python benchmarks/full_profile.py [--scales 0.002 0.006] [--thorough-depths 5 6]
+        [--overhead 0.213] [--work DIR]
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,11 +61,11 @@ BIN = Path(sys.executable).parent
 WORKERS = (1, 2, 8, 64)
 
 
-def scaled_profile(full: dict[str, Any], scale: float, thorough_depth: int | None,
+def scaled_profile(full: dict[str, Any], scale: float, thorough_depth: int,
                    floor: int = 1) -> dict:  # fmt: skip
     """params-full.yaml with every work-setting count times `scale` (see the module docstring).
 
-    `thorough_depth` None keeps the full profile's tree depth. A count never goes below `floor`
+    `thorough_depth` is the depth of the game trees. A count never goes below `floor`
     times its smallest legal value: the larger run raises the floor so that counts the small
     scale rounds to their minimum (match games, NEAT generations) differ between the two runs.
     """
@@ -78,7 +84,7 @@ def scaled_profile(full: dict[str, Any], scale: float, thorough_depth: int | Non
         for name, dataset in (chain.get("datasets") or {}).items():
             options = dataset["options"]
             if dataset.get("technique", name) == "thorough":
-                options["x"] = thorough_depth or options["x"]
+                options["x"] = thorough_depth
                 continue
             options["x"] = _times(options["x"])
             if "shard_size" in options:
@@ -124,7 +130,11 @@ def scaled_profile(full: dict[str, Any], scale: float, thorough_depth: int | Non
 
 
 def run_profile(params: dict[str, Any], work: Path, label: str) -> dict[str, Any]:
-    """`dvc repro` of `params` on a clone of this commit through a stage host; seconds per stage."""
+    """`dvc repro` of `params` on a clone of this commit through a stage host; seconds per stage
+    (a run finished before, its `<label>.json` in `work`, is read back instead)."""
+    done = work / f"{label}.json"
+    if done.is_file():
+        return {**json.loads(done.read_text()), "root": work / label}
     import yaml
     from prefect.settings import PREFECT_API_URL
     from prefect.testing.utilities import prefect_test_harness
@@ -134,6 +144,8 @@ def run_profile(params: dict[str, Any], work: Path, label: str) -> dict[str, Any
     from flows.stage_host import start_host
 
     root = work / label
+    if root.exists():  # a run stopped midway: its stages' seconds were not kept
+        shutil.rmtree(root)
     subprocess.run(["git", "clone", "-q", str(REPO), str(root)], check=True)
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     listed = subprocess.run([str(BIN / "dvc"), "stage", "list"], cwd=root, capture_output=True,
@@ -172,19 +184,39 @@ def run_profile(params: dict[str, Any], work: Path, label: str) -> dict[str, Any
         finally:
             host.terminate()
             host.wait(timeout=60)
-    return {"root": root, "seconds": seconds, "wall_s": round(sum(seconds.values()), 1)}
+    result = {"seconds": seconds, "wall_s": round(sum(seconds.values()), 1)}
+    scratch = done.with_suffix(".tmp")
+    scratch.write_text(json.dumps(result))
+    scratch.replace(done)
+    return {**result, "root": root}
 
 
-def _dataset_size(params: dict, root: Path, game: str, name: str) -> float:
-    """A dataset's work: its games (`x`), or for a depth tree the states it holds."""
+def tree_states(spec: str, depth: int) -> int:
+    """States of the game tree down to `depth` moves: what a `thorough` dataset enumerates."""
+    from engine import load_game
+    from engine.loops import count_leaves
+
+    game = load_game(spec)
+    start = game.new_initial_state().array
+    return sum(count_leaves(game, start, d) for d in range(depth + 1))
+
+
+def _dataset_size(params: dict, root: Path | None, game: str, name: str) -> float:
+    """A dataset's work: its games (`x`), or for a depth tree the states it enumerates (checked
+    against the positions its manifest holds, where a run made it)."""
     dataset = params[game]["datasets"][name]
     if dataset.get("technique", name) != "thorough":
         return float(dataset["options"]["x"])
-    manifest = json.loads((root / "data" / game / name / "manifest.json").read_text())
-    return float(max(manifest["counts"].values()))
+    states = tree_states(params[game]["spec"], int(dataset["options"]["x"]))
+    manifest = root / "data" / game / name / "manifest.json" if root else None
+    if manifest and manifest.is_file():
+        held = json.loads(manifest.read_text())["counts"]["positions"]
+        if held != states:
+            raise SystemExit(f"{game}/{name}: the manifest holds {held} states, perft {states}")
+    return float(states)
 
 
-def stage_work(params: dict, root: Path, stage: str) -> float | None:
+def stage_work(params: dict, root: Path | None, stage: str) -> float | None:
     """How much work `stage` does under `params` (None: the same at every scale)."""
     head, _, item = stage.partition("@")
     kind, _, game = head.partition("-")
@@ -259,7 +291,7 @@ def on_workers(intercept: float, slope: float, tasks: int, overhead: float, n: i
 def project_stage(full: dict, runs: list[dict], scaled: list[dict], stage: str) -> dict:
     measured = [run["seconds"][stage] for run in runs]
     work = [stage_work(p, run["root"], stage) for p, run in zip(scaled, runs, strict=True)]
-    full_work = stage_work(full, runs[-1]["root"], stage)
+    full_work = stage_work(full, None, stage)
     row: dict[str, Any] = {"stage": stage, "measured_s": measured}
     if full_work is None or work[0] == work[1]:
         row.update(intercept_s=round(sum(measured) / 2, 2), slope_s=0.0, tasks=1)
@@ -316,19 +348,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scales", type=float, nargs=2, default=(0.002, 0.006),
                         help="the two scales run for real")  # fmt: skip
-    parser.add_argument("--thorough-depth", type=int, default=5,
-                        help="the smaller scale's Othello tree depth")  # fmt: skip
+    parser.add_argument("--thorough-depths", type=int, nargs=2, default=(5, 6),
+                        help="the two runs' Othello tree depths")  # fmt: skip
     parser.add_argument(
         "--overhead",
         type=float,
         default=0.213,
         help="seconds a cluster task costs (benchmarks/cluster.py measures it)",
     )
+    parser.add_argument("--work", type=Path, help="folder of the runs (kept; reused if given)")
     args = parser.parse_args()
     full = yaml.safe_load((REPO / "params-full.yaml").read_text())
-    work = Path(tempfile.mkdtemp(prefix="gridbots-full-projection-"))
-    scaled = [scaled_profile(full, args.scales[0], args.thorough_depth),
-              scaled_profile(full, args.scales[1], None, floor=3)]  # fmt: skip
+    work = args.work or Path(tempfile.mkdtemp(prefix="gridbots-full-projection-"))
+    work.mkdir(parents=True, exist_ok=True)
+    scaled = [scaled_profile(full, args.scales[0], args.thorough_depths[0]),
+              scaled_profile(full, args.scales[1], args.thorough_depths[1], floor=3)]  # fmt: skip
     runs = []
     for scale, params in zip(args.scales, scaled, strict=True):
         run = run_profile(params, work, str(scale))
