@@ -17,7 +17,7 @@ days on 2 cores. The method, every step stated so the figure can be checked:
    - The slope is the seconds its full-profile work takes on one core.
    - A stage that does not scale (export, report, the territory study) keeps its mean.
    - Othello's `thorough` tree grows with depth, not with a count: the two runs build it to
-     `--thorough-depths` (5 and 6: the full profile's 7 takes ~50 min on one core here), and
+     `--thorough-depths` (5 and 6: the full profile's 7 is projected at 3,712 s on one core), and
      its work, for it and the stages that read it, is the tree's states (the sum of perft
      counts to that depth: 1,713, 9,913 and 65,005), checked against the states each run's
      manifest holds.
