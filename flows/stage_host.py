@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import random
+import select
 import signal
 import socket
 import struct
@@ -236,14 +237,17 @@ def _watch_caller(conn: socket.socket, fds: list[int]) -> None:
     until it has the exit code, so its end closing first means it was killed, and the watcher
     kills the stage with its own processes. A process, not a thread: a stage inside one long
     compiled call (Othello's depth-7 tree, minutes) holds the GIL, and a thread would wait."""
+    stage = os.getpid()
     if os.fork() != 0:
         return
     try:
         for fd in (0, 1, 2, *fds):  # the caller's pipes stay with the stage alone
             with contextlib.suppress(OSError):
                 os.close(fd)
-        with contextlib.suppress(OSError):
-            conn.recv(1)
+        # a stage killed on its own (the OOM killer) must not leave this end open: the caller
+        # would wait for ever, so the watcher also goes when its stage does
+        while os.getppid() == stage and not select.select([conn], [], [], 0.25)[0]:
+            pass
         os.killpg(0, signal.SIGKILL)
     finally:
         os._exit(0)

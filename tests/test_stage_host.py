@@ -162,13 +162,17 @@ def test_a_stage_killed_in_the_host_fails_its_caller_and_is_not_run_twice(host, 
     _params(tmp_path, agent="mcts:sims=200000", games=40)
     caller = _stage(tmp_path, env, "selfplay", wait=False)
     deadline = time.time() + 120
-    while not psutil.Process(process.pid).children():
+    # killed once its watcher runs, which holds the caller's connection too
+    while len(psutil.Process(process.pid).children(recursive=True)) < 2:
         assert caller.poll() is None and time.time() < deadline, caller.communicate()
         time.sleep(0.05)
-    psutil.Process(process.pid).children()[0].kill()  # the OOM killer, say
+    stage = psutil.Process(process.pid).children()[0]
+    watcher = stage.children()[0]
+    stage.kill()  # the OOM killer, say
     _out, err = caller.communicate(timeout=60)
     assert caller.returncode == 1
     assert err.strip().splitlines()[-1].endswith("ended without an exit code"), err
+    watcher.wait(timeout=30)
     assert not (tmp_path / "data" / "connect4" / "selfplay" / "manifest.json").is_file() or not (
         json.loads((tmp_path / "data" / "connect4" / "selfplay" / "manifest.json").read_text()).get(
             "complete"
