@@ -1,5 +1,6 @@
 """Game rules and match running: numpy + numba only."""
 
+import engine.numba_patches  # noqa: F401  (before any kernel compiles)
 from engine.protocol import (
     CHANCE,
     SIMULTANEOUS,
