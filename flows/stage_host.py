@@ -134,11 +134,13 @@ def serve(path: Path) -> None:
     # held while importing (a library may set its own handler): a stop then waits for the end
     # of the imports, and the host cleans up
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    from engine.numba_patches import start_compiler
     from flows.stage_commands import quiet
 
     quiet()  # as every stage does first
     for module in PRELOAD:
         importlib.import_module(module)
+    start_compiler()  # once here, not in every stage that runs a kernel
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     if threading.active_count() != 1:  # a thread would leave its locks held in every child
         names = ", ".join(t.name for t in threading.enumerate())

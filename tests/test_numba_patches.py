@@ -25,3 +25,28 @@ def test_a_mismatched_slice_assignment_raises_value_error_like_numpy():
         np.zeros(4)[:] = np.ones(3)  # numpy's own behaviour, the truth the kernel must keep
     with pytest.raises(ValueError, match=SLICE_MISMATCH):
         _assign(np.zeros(4), np.ones(3))
+
+
+def test_a_started_compiler_is_inherited_by_forked_children():
+    """What the stage host relies on: numba starts its CPU target lazily, per process, unless
+    the parent started it before forking."""
+    import subprocess
+    import sys
+
+    script = """
+import os
+from numba.core.registry import cpu_target
+from engine.numba_patches import start_compiler
+started = lambda: "_toplevel_target_context" in vars(cpu_target)
+assert not started()
+start_compiler()
+pid = os.fork()
+if pid == 0:
+    os._exit(0 if started() else 1)
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0"
