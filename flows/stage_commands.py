@@ -8,6 +8,7 @@ Without PREFECT_API_URL Prefect starts a temporary server per command (about 10 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -267,7 +268,7 @@ def repro(
     host, env = start_host(env)  # stages use it once its imports are done, before that not
     try:
         command = ["dvc", "repro", *(["--force"] if force else []), *(targets or [])]
-        code = subprocess.run(command, env=env).returncode
+        code = _run_dvc(command, env)
     finally:
         _stop_servers([host] + ([server] if server is not None else []), grace=30.0)
     if code:
@@ -336,6 +337,48 @@ def ui(
         pass
     finally:
         _stop_servers([prefect, mlflow], grace=20.0)
+
+
+def _run_dvc(command: list[str], env: dict[str, str], grace: float = 30.0) -> int:
+    """Runs dvc in a process group of its own and returns its exit code. Ctrl-C, SIGTERM or
+    SIGHUP to `gridbots repro` reach that group as SIGINT, as Ctrl-C in a terminal reaches dvc
+    and its stage (both stop; the next run resumes), and whatever of the group is still there
+    when dvc ends, or `grace` seconds after the signal, is stopped too: a `gridbots repro`
+    killed on its own used to leave dvc running stages, its host and server gone."""
+    from flows.cluster import group_members, stop_groups
+
+    process = subprocess.Popen(command, env=env, start_new_session=True)
+    stopped: list[int] = []
+    deadline = float("inf")
+
+    def forward(signum: int, _frame: object) -> None:
+        nonlocal deadline
+        if not stopped:
+            deadline = time.monotonic() + grace
+        stopped.append(signum)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGINT)
+
+    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {signum: signal.signal(signum, forward) for signum in stops}
+    try:
+        code = None
+        while code is None:
+            try:
+                code = process.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                if time.monotonic() > deadline:  # dvc did not stop: end its group
+                    stop_groups([process.pid], 0.0)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if stopped or group_members(process.pid):
+            stop_groups([process.pid], grace)
+    if stopped:
+        name = signal.Signals(stopped[0]).name
+        typer.echo(f"gridbots: repro stopped by {name}; run it again to resume", err=True)
+        return 128 + stopped[0]
+    return code
 
 
 def _stop_servers(processes: list[subprocess.Popen], grace: float) -> None:

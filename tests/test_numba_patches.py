@@ -50,3 +50,34 @@ print(os.waitstatus_to_exitcode(status))
                           timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "0"
+
+
+@njit
+def _kind_count(values, kind):
+    return (values == kind).sum()
+
+
+@njit
+def _count_both(values):
+    return _kind_count(values, 1) * 10 + _kind_count(values, 2)
+
+
+@njit
+def _pick(pair, index):
+    return pair[index]  # a heterogeneous tuple: only a constant index types
+
+
+@njit
+def _first_of(pair):
+    return _pick(pair, 0)
+
+
+def test_a_jitted_call_with_constants_compiles_its_callee_once_not_once_per_value():
+    assert _count_both(np.array([1, 2, 2, 3])) == 12  # counted by hand: one 1, two 2s
+    (only,) = _kind_count.signatures  # not one per constant (Literal[int](1), Literal[int](2))
+    assert str(only[1]) == "int64"
+
+
+def test_a_callee_that_needs_a_constant_still_gets_it():
+    assert _first_of((7, 2.5)) == 7
+    assert len(_pick.signatures) == 1 and "Literal[int](0)" in str(_pick.signatures[0])

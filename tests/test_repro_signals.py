@@ -1,0 +1,61 @@
+"""`gridbots repro` stopped by a signal takes dvc's whole process group with it (dvc, the stage
+it runs, whatever that stage started) and exits with the signal's code, instead of leaving dvc
+running stages on its own. dvc here is a stand-in that starts a "stage" ignoring SIGINT, the
+hardest case: it must still be gone."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from flows.cluster import group_members
+
+REPO = Path(__file__).resolve().parent.parent
+FAKE_DVC = """#!/bin/sh
+echo $$ > dvc.pid
+sleep 600 &
+echo $! > stage.pid
+wait
+"""
+
+
+def test_a_terminated_repro_leaves_nothing_of_dvc_running(tmp_path):
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "dvc").write_text(FAKE_DVC)
+    (tools / "dvc").chmod(0o755)
+    (tmp_path / ".dvc").mkdir()  # an initialised repository: repro runs `dvc repro` directly
+    env = {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}",
+           "PYTHONPATH": str(REPO), "PREFECT_API_URL": "http://127.0.0.1:9/api"}  # fmt: skip
+    repro = subprocess.Popen([sys.executable, "-m", "flows.cli", "repro"], cwd=tmp_path,
+                             env=env, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        _terminate_and_check(repro, tmp_path)
+    finally:  # a failure leaves nothing behind either
+        repro.kill()
+        for name in ("dvc.pid", "stage.pid"):
+            with contextlib.suppress(OSError, ValueError):
+                os.kill(int((tmp_path / name).read_text()), signal.SIGKILL)
+
+
+def _terminate_and_check(repro: subprocess.Popen, tmp_path: Path) -> None:
+    deadline = time.time() + 120
+    while not (tmp_path / "stage.pid").is_file() or not (tmp_path / "stage.pid").read_text():
+        assert repro.poll() is None and time.time() < deadline
+        time.sleep(0.1)
+    dvc = int((tmp_path / "dvc.pid").read_text())
+    stage = int((tmp_path / "stage.pid").read_text())
+    assert os.getpgid(stage) == dvc  # the stage runs in dvc's group, as dvc's stages do
+
+    repro.send_signal(signal.SIGTERM)
+    _, err = repro.communicate(timeout=120)
+    assert repro.returncode == 128 + signal.SIGTERM
+    assert err.strip().splitlines()[-1] == (
+        "gridbots: repro stopped by SIGTERM; run it again to resume"
+    )
+    assert group_members(dvc) == []  # dvc and the stage that ignored SIGINT: both gone
