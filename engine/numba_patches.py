@@ -19,6 +19,9 @@ import numba.np.arrayobj as _arrayobj
 #: the test modules', `test_*`, so their helpers behave like the code they test)
 OWN_PACKAGES = ("engine", "agents", "features", "models", "flows")
 
+#: numba's own typing of calls between jitted functions, kept for benchmarks/compile_overhead.py
+SHIPPED_CALL_TYPING = None
+
 #: the message a kernel's mismatched slice assignment raises (numba's own, without the shapes)
 SLICE_MISMATCH = "cannot assign slice from input of different size"
 
@@ -38,10 +41,11 @@ def _type_jit_calls_without_literals() -> None:
     `@overload`s are by default (`prefer_literal=False`), and with the literals only when that
     fails (a callee that needs a constant, to index a heterogeneous tuple say). Only gridbots'
     own functions: numba's implementations of numpy and of the builtins rely on their literals
-    past typing. A cold territory and tactics game with MCTS compiles in 26 s instead of 45 s."""
+    past typing. A cold territory and tactics game with MCTS compiles in 23 s instead of 45 s (`benchmarks/compile_overhead.py --games`)."""
     from numba.core import dispatcher, errors, types
 
-    typed_with_literals = dispatcher._DispatcherBase.get_call_template
+    global SHIPPED_CALL_TYPING
+    typed_with_literals = SHIPPED_CALL_TYPING = dispatcher._DispatcherBase.get_call_template
 
     def get_call_template(self, args, kws):
         plain = tuple(types.unliteral(a) for a in args)
