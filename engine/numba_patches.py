@@ -41,7 +41,8 @@ def _type_jit_calls_without_literals() -> None:
     `@overload`s are by default (`prefer_literal=False`), and with the literals only when that
     fails (a callee that needs a constant, to index a heterogeneous tuple say). Only gridbots'
     own functions: numba's implementations of numpy and of the builtins rely on their literals
-    past typing. A cold territory and tactics game with MCTS compiles in 23 s instead of 45 s (`benchmarks/compile_overhead.py --games`)."""
+    past typing. A cold territory and tactics game with MCTS compiles in 23 s instead of 45 s
+    (`benchmarks/compile_overhead.py --games`)."""
     from numba.core import dispatcher, errors, types
 
     global SHIPPED_CALL_TYPING
