@@ -14,7 +14,6 @@ unless told otherwise. MLflow is imported lazily (it takes seconds); no TensorFl
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import math
@@ -391,29 +390,37 @@ def train(
 
 def train_config(job: dict[str, Any]) -> dict[str, Any]:
     """One sweep configuration as a nested run of `job["parent"]`, in any process that reaches
-    the tracking server and `job["data"]` (a cluster worker); its record for `_restore`. An
-    attempt killed before (its run id in the folder's attempt.json) is closed as KILLED first,
-    so a retry on another worker leaves no run RUNNING."""
+    the tracking server and `job["data"]` (a cluster worker); its record for `_restore`. Runs of
+    this configuration an earlier attempt left RUNNING under the same parent (a worker killed
+    mid-run, even between the run's creation and anything it wrote) are closed as KILLED first,
+    so a retry on another worker leaves no run RUNNING. The configuration is a tag the run is
+    created with, so no kill can leave a run that does not name it."""
+    import socket
+
     import mlflow
 
     module = family(job["family"])
     arrays, meta, dataset = load_dataset(Path(job["data"]), module, job["family"])
     folder, mlflow_client = Path(job["dir"]), client()
-    with contextlib.suppress(OSError, ValueError, KeyError):
-        close_stale(mlflow_client, json.loads((folder / "attempt.json").read_text())["run_id"])
+    parent = job["parent"]
+    for earlier in mlflow_client.search_runs(
+        [job["experiment_id"]],
+        f"tags.`mlflow.parentRunId` = '{parent}' and attributes.status = 'RUNNING'",
+    ):
+        if earlier.data.tags.get("gridbots.sweep_config") == job["label"]:
+            close_stale(mlflow_client, earlier.info.run_id)
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    import socket
-
-    where = {"gridbots.worker": f"{socket.gethostname()}:{os.getpid()}"}  # which machine
+    tags = {
+        "gridbots.worker": f"{socket.gethostname()}:{os.getpid()}",  # which machine
+        "gridbots.sweep_config": job["label"],
+    }
     with mlflow.start_run(
         experiment_id=job["experiment_id"],
         run_name=job["label"],
-        parent_run_id=job["parent"],
-        tags=where,
-    ) as run:
-        (folder / "attempt.json").write_text(json.dumps({"run_id": run.info.run_id}))
-        mlflow.set_tag("gridbots.sweep_config", job["label"])
+        parent_run_id=parent,
+        tags=tags,
+    ):
         trained = _run_one(module, job["family"], arrays, meta, job["params"], dataset, folder)
     return _record(trained)
 
