@@ -51,7 +51,7 @@ def _type_jit_calls_without_literals() -> None:
     def get_call_template(self, args, kws):
         plain = tuple(types.unliteral(a) for a in args)
         plain_kws = {name: types.unliteral(t) for name, t in kws.items()}
-        package = self.py_func.__module__.partition(".")[0]
+        package = (getattr(self.py_func, "__module__", None) or "").partition(".")[0]
         own = package in OWN_PACKAGES or package.startswith("test_")
         if own and self._can_compile and (plain != tuple(args) or plain_kws != kws):
             try:

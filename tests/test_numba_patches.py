@@ -81,3 +81,18 @@ def test_a_jitted_call_with_constants_compiles_its_callee_once_not_once_per_valu
 def test_a_callee_that_needs_a_constant_still_gets_it():
     assert _first_of((7, 2.5)) == 7
     assert len(_pick.signatures) == 1 and "Literal[int](0)" in str(_pick.signatures[0])
+
+
+def test_a_jitted_function_without_a_module_still_compiles():
+    """Code run by exec without `__name__` (a user's bot file, say) makes functions whose
+    `__module__` is None: numba's own typing then, and no error from the patch."""
+    namespace: dict = {"njit": njit}
+    exec(
+        "def helper(x):\n    return x + 1\n\ndef caller(x):\n    return helper(x) + helper(2)",
+        namespace,
+    )
+    helper = njit(namespace["helper"])
+    namespace["helper"] = helper
+    caller = njit(namespace["caller"])
+    assert namespace["caller"].__module__ is None
+    assert caller(1) == 5
