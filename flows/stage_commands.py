@@ -347,21 +347,27 @@ def _run_dvc(command: list[str], env: dict[str, str], grace: float = 30.0) -> in
     killed on its own used to leave dvc running stages, its host and server gone."""
     from flows.cluster import group_members, stop_groups
 
-    process = subprocess.Popen(command, env=env, start_new_session=True)
     stopped: list[int] = []
     deadline = float("inf")
+    process: subprocess.Popen | None = None
 
     def forward(signum: int, _frame: object) -> None:
         nonlocal deadline
         if not stopped:
             deadline = time.monotonic() + grace
         stopped.append(signum)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGINT)
+        if process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGINT)
 
+    # the handlers come first: a signal between dvc's start and theirs used to end this process
+    # alone (the default action), leaving dvc's group running, as CI once saw
     stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {signum: signal.signal(signum, forward) for signum in stops}
     try:
+        process = subprocess.Popen(command, env=env, start_new_session=True)
+        if stopped:  # a signal came while dvc was starting
+            os.killpg(process.pid, signal.SIGINT)
         code = None
         while code is None:
             try:
@@ -372,7 +378,7 @@ def _run_dvc(command: list[str], env: dict[str, str], grace: float = 30.0) -> in
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-        if stopped or group_members(process.pid):
+        if process is not None and (stopped or group_members(process.pid)):
             stop_groups([process.pid], grace)
     if stopped:
         name = signal.Signals(stopped[0]).name
