@@ -9,6 +9,7 @@ Without PREFECT_API_URL Prefect starts a temporary server per command (about 10 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -28,6 +29,21 @@ DASK = Annotated[
 ]
 ROOT = Path(".")
 DEFAULT_PARAMS = Path("params.yaml")
+HEARTBEAT_ENV = "PREFECT_FLOWS_HEARTBEAT_FREQUENCY"
+
+
+@stage_app.callback()
+def _stage_settings(context: typer.Context) -> None:
+    """A stage's flow sends Prefect heartbeats only when PREFECT_FLOWS_HEARTBEAT_FREQUENCY asks
+    for them (for a server automation that marks silent runs Crashed). Prefect's default (one
+    every 180 s) made every stage wait up to a second at its end for the heartbeat thread to
+    wake and stop: a minute of a cold `make demo`'s 73 stages, which dvc runs one by one."""
+    quiet()  # first: the settings below are a snapshot of the environment
+    if HEARTBEAT_ENV in os.environ:
+        return
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    context.with_resource(temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}))
 
 
 def quiet() -> None:
@@ -44,6 +60,10 @@ def quiet() -> None:
     ]
     if not verbose():  # TensorFlow's log: engine.noise.import_tensorflow
         settings.append(("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING"))
+        # Prefect's senders of events and logs warn when they stop with items still to send
+        # ("Still processing items"): a normal drain at a flow's end, sent all the same
+        for name in ("EventsWorker", "APILogWorker"):
+            logging.getLogger(name).setLevel(logging.ERROR)
     for key, value in settings:
         os.environ.setdefault(key, value)
 

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 ENV = "GRIDBOTS_STAGE_HOST"
@@ -127,13 +128,31 @@ def start_host(env: dict[str, str]) -> tuple[subprocess.Popen, dict[str, str]]:
     return process, {**env, ENV: str(path)}
 
 
+def wait_ready(process: subprocess.Popen, env: dict[str, str], timeout: float) -> bool:
+    """Waits until the host started by `start_host` listens (its imports done); False if it
+    ended or `timeout` seconds passed. A caller need not wait: stages run by themselves until
+    then, but each pays the imports the host is paying on the same cores."""
+    deadline = time.monotonic() + timeout
+    while not Path(env[ENV]).exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def serve(path: Path) -> None:
     """Imports the stages' modules, then forks one child per caller until SIGTERM."""
     import importlib
 
-    # held while importing (a library may set its own handler): a stop then waits for the end
-    # of the imports, and the host cleans up
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    # a stop while importing ends the host at once (its folder goes too), not after seconds of
+    # imports nobody will use; one that a library swallows ends it once they are done
+    stops: list[int] = []
+
+    def stop(signum: int, _frame: object) -> None:
+        stops.append(signum)
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
     from engine.numba_patches import start_compiler
     from flows.stage_commands import quiet
 
@@ -141,6 +160,9 @@ def serve(path: Path) -> None:
     for module in PRELOAD:
         importlib.import_module(module)
     start_compiler()  # once here, not in every stage that runs a kernel
+    if stops:
+        raise SystemExit(0)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # until the listener is set up
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     if threading.active_count() != 1:  # a thread would leave its locks held in every child
         names = ", ".join(t.name for t in threading.enumerate())

@@ -1,6 +1,8 @@
 """Shared test settings: no telemetry, patience for Prefect, hypothesis profiles (CI, desk)."""
 
 import os
+import socket
+from collections.abc import Iterator
 
 for key, value in {
     "DO_NOT_TRACK": "1",
@@ -12,6 +14,7 @@ for key, value in {
 }.items():
     os.environ.setdefault(key, value)
 
+import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 # properties get a real budget in CI (`CI=true`, what .ci/run sets), a quick one at a desk; both
@@ -56,3 +59,28 @@ MODULE_SECONDS = {
 
 def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: -MODULE_SECONDS.get(item.path.name, 0))  # stable
+
+
+@pytest.fixture(scope="session")
+def prefect_api(tmp_path_factory) -> Iterator[str]:
+    """The API URL of one Prefect server (a fresh SQLite store) shared by every module of a test
+    worker that runs flows: starting one costs ~15 CPU-seconds, and five modules each started
+    their own (prefect_test_harness). Only the URL is shared, no settings: a module that runs
+    flows in this process sets PREFECT_API_URL for itself (temporary_settings), so contexts
+    still nest."""
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import PREFECT_SERVER_DATABASE_CONNECTION_URL, temporary_settings
+
+    store = tmp_path_factory.mktemp("prefect") / "prefect.db"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with temporary_settings(
+        updates={PREFECT_SERVER_DATABASE_CONNECTION_URL: f"sqlite+aiosqlite:///{store}"}
+    ):
+        server = SubprocessASGIServer(port=port)  # the store is read when it starts
+        server.start(timeout=180)
+    try:
+        yield server.api_url
+    finally:
+        server.stop()

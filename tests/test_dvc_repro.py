@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from flows.stage_host import start_host
+from flows.stage_host import start_host, wait_ready
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -125,10 +125,7 @@ def git(root: Path, *args: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory):
-    from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
-
+def repo(tmp_path_factory, prefect_api):
     root = tmp_path_factory.mktemp("repo")
     copy_repo(root)
     (root / "params.yaml").write_text(yaml.safe_dump(tiny_profile(), sort_keys=False))
@@ -149,14 +146,14 @@ def repo(tmp_path_factory):
         PREFECT_SERVER_ANALYTICS_ENABLED="false",
         GRIDBOTS_MODEL_CACHE=str(root.parent / "model-cache"),  # outside the repository
     )
-    with prefect_test_harness(server_startup_timeout=180):  # one server for every stage
-        env["PREFECT_API_URL"] = PREFECT_API_URL.value()
-        host, env = start_host(env)  # as `gridbots repro` does: stages fork from a warm host
-        try:
-            yield root, env
-        finally:
-            host.terminate()
-            host.wait(timeout=60)
+    env["PREFECT_API_URL"] = prefect_api  # one server for every stage
+    host, env = start_host(env)  # as `gridbots repro` does: stages fork from a warm host
+    try:
+        assert wait_ready(host, env, timeout=300)  # no stage pays the imports again beside it
+        yield root, env
+    finally:
+        host.terminate()
+        host.wait(timeout=60)
 
 
 def dvc(repo, *args: str) -> subprocess.CompletedProcess:

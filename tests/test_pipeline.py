@@ -1,4 +1,4 @@
-"""The pipeline's flows on a tiny Connect 4 profile, in process, with prefect_test_harness.
+"""The pipeline's flows on a tiny Connect 4 profile, in process, with a test Prefect server.
 
 The whole chain runs once (module fixture) against a temporary MLflow store: validated shards,
 encodings, an HMM and a value-MLP (ONNX, parity checked) trained as sweeps and registered, the
@@ -55,10 +55,10 @@ def tiny_params() -> dict:
 
 
 @pytest.fixture(scope="module")
-def harness():
-    from prefect.testing.utilities import prefect_test_harness
+def harness(prefect_api):
+    from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    with prefect_test_harness(server_startup_timeout=180):
+    with temporary_settings(updates={PREFECT_API_URL: prefect_api}):
         yield
 
 

@@ -45,16 +45,6 @@ def toy_params() -> dict:
     }  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def prefect_api():
-    """One Prefect server for every run of the loop (instead of one per command)."""
-    from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=180):
-        yield PREFECT_API_URL.value()
-
-
 def start(root: Path, generations: int, api: str, game: str = "connect4") -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "PREFECT_"))}
     env.update(PYTHONPATH=str(REPO), GRIDBOTS_MODEL_CACHE=str(root / ".cache"),

@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from flows.stage_host import ENV, start_host
+from flows.stage_host import ENV, start_host, wait_ready
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -36,23 +36,16 @@ def _params(root: Path, agent: str = "mcts:sims=20", games: int = 4) -> Path:
 
 
 @pytest.fixture(scope="module")
-def host(tmp_path_factory):
-    from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=180):
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", ENV))}
-        env.update(PYTHONPATH=str(REPO), PREFECT_API_URL=PREFECT_API_URL.value())
-        process, env = start_host(env)
-        try:
-            deadline = time.time() + 180
-            while not Path(env[ENV]).exists():  # bound once its imports are done
-                assert process.poll() is None and time.time() < deadline
-                time.sleep(0.2)
-            yield process, env
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
+def host(prefect_api):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", ENV))}
+    env.update(PYTHONPATH=str(REPO), PREFECT_API_URL=prefect_api)
+    process, env = start_host(env)
+    try:
+        assert wait_ready(process, env, timeout=180)  # bound once its imports are done
+        yield process, env
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
     assert not Path(env[ENV]).parent.exists()  # its socket and folder went with it
 
 

@@ -20,15 +20,11 @@ pytestmark = pytest.mark.filterwarnings("ignore")
 
 
 @pytest.fixture(scope="module")
-def prefect_env():
-    from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
-
+def prefect_env(prefect_api):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MLFLOW_"))}
     env.update(PYTHONPATH=str(REPO), PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1")
-    with prefect_test_harness():
-        env["PREFECT_API_URL"] = PREFECT_API_URL.value()
-        yield env
+    env["PREFECT_API_URL"] = prefect_api
+    return env
 
 
 def stage_params(folder: Path) -> Path:
