@@ -20,7 +20,7 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 VERBOSE = "GRIDBOTS_VERBOSE"
 #: what TensorFlow and its CUDA probe print while loading on a machine without a GPU
@@ -38,8 +38,9 @@ def set_verbose(on: bool) -> None:
         os.environ[VERBOSE] = "1"
 
 
-def verbose() -> bool:
-    return os.environ.get(VERBOSE, "") not in ("", "0")
+def verbose(env: Mapping[str, str] | None = None) -> bool:
+    """Whether this process (or one that will run with `env`) shows library output."""
+    return (os.environ if env is None else env).get(VERBOSE, "") not in ("", "0")
 
 
 @contextlib.contextmanager

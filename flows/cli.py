@@ -289,10 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["stage"]:
         from flows.stage_host import ENV, run_through_host
 
-        if ENV in os.environ:
-            from flows.stage_commands import quiet
-
-            quiet()  # the defaults a stage sets itself, so the host compares like with like
+        if ENV in os.environ:  # nothing else imported here: a stage's caller only waits
             code = run_through_host(args)
             if code is not None:
                 return code

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -46,26 +47,34 @@ def _stage_settings(context: typer.Context) -> None:
     context.with_resource(temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}))
 
 
+def quiet_defaults(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables `quiet` would add to `env` (those it lacks): the stage host applies them to
+    a caller's environment to compare it with its own, so the caller need not import anything."""
+    from engine.noise import verbose
+
+    defaults = {
+        "DO_NOT_TRACK": "1",
+        "MLFLOW_DISABLE_TELEMETRY": "1",
+        "DVC_NO_ANALYTICS": "1",
+        "GX_ANALYTICS_ENABLED": "false",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    }
+    if not verbose(env):  # TensorFlow's log: engine.noise.import_tensorflow
+        defaults["PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"] = "WARNING"
+    return {key: value for key, value in defaults.items() if key not in env}
+
+
 def quiet() -> None:
     """No telemetry; and unless `--verbose`, Prefect's console shows warnings and errors only
     (the runs' INFO logs still reach the Prefect UI)."""
     from engine.noise import verbose
 
-    settings = [
-        ("DO_NOT_TRACK", "1"),
-        ("MLFLOW_DISABLE_TELEMETRY", "1"),
-        ("DVC_NO_ANALYTICS", "1"),
-        ("GX_ANALYTICS_ENABLED", "false"),
-        ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"),
-    ]
-    if not verbose():  # TensorFlow's log: engine.noise.import_tensorflow
-        settings.append(("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING"))
+    os.environ.update(quiet_defaults(os.environ))
+    if not verbose():
         # Prefect's senders of events and logs warn when they stop with items still to send
         # ("Still processing items"): a normal drain at a flow's end, sent all the same
         for name in ("EventsWorker", "APILogWorker"):
             logging.getLogger(name).setLevel(logging.ERROR)
-    for key, value in settings:
-        os.environ.setdefault(key, value)
 
 
 def _load(stage: str, game: str | None, name: str | None, path: Path) -> dict:

@@ -207,7 +207,10 @@ def _serve_one(conn: socket.socket, listener: socket.socket, own_env: dict[str, 
                 return
             body += chunk
         request = json.loads(body)
-        if len(fds) != 3 or _import_time_env(request["env"]) != own_env:
+        from flows.stage_commands import quiet_defaults
+
+        env = request["env"]  # with the defaults the stage's own `quiet` will add
+        if len(fds) != 3 or _import_time_env({**env, **quiet_defaults(env)}) != own_env:
             conn.sendall(b"F")
             return
         conn.sendall(b"A")  # accepted: the caller waits for the child's exit code
