@@ -114,6 +114,19 @@ def _othello_tree(root: Path) -> None:
     (root / "params.yaml").write_text(json.dumps(params))
 
 
+def _stage_processes(host: int, since: float) -> list[psutil.Process]:
+    """The host's children started since `since` and still running, with their own children: a
+    child of an earlier test that the host has not reaped yet is none of them."""
+    found = []
+    for child in psutil.Process(host).children():
+        try:
+            if child.create_time() >= since and child.status() != psutil.STATUS_ZOMBIE:
+                found += [child, *child.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            continue
+    return found
+
+
 @pytest.mark.parametrize("work", ["selfplay", "one-long-compiled-call"])
 def test_a_killed_caller_takes_its_stage_with_it(host, tmp_path, work):
     process, env = host
@@ -123,14 +136,14 @@ def test_a_killed_caller_takes_its_stage_with_it(host, tmp_path, work):
     else:
         _othello_tree(tmp_path)
         game, args = "othello", ("thorough",)
+    since = time.time() - 1.0  # create_time is rounded
     caller = _stage(tmp_path, env, *args, wait=False, game=game)
     deadline = time.time() + 120
-    while not psutil.Process(process.pid).children():  # the stage's child is running
+    while not _stage_processes(process.pid, since):  # the stage's child is running
         assert caller.poll() is None and time.time() < deadline, caller.communicate()
         time.sleep(0.05)
-    child = psutil.Process(process.pid).children()[0]
     time.sleep(3.0)
-    group = [child, *child.children(recursive=True)]  # the stage and its watcher
+    group = _stage_processes(process.pid, since)  # the stage and its watcher
     os.kill(caller.pid, signal.SIGKILL)
     caller.wait()
     gone, alive = psutil.wait_procs(group, timeout=30)
@@ -153,14 +166,14 @@ def test_a_different_import_time_environment_runs_the_stage_itself(host, tmp_pat
 def test_a_stage_killed_in_the_host_fails_its_caller_and_is_not_run_twice(host, tmp_path):
     process, env = host
     _params(tmp_path, agent="mcts:sims=200000", games=40)
+    since = time.time() - 1.0  # create_time is rounded
     caller = _stage(tmp_path, env, "selfplay", wait=False)
     deadline = time.time() + 120
     # killed once its watcher runs, which holds the caller's connection too
-    while len(psutil.Process(process.pid).children(recursive=True)) < 2:
+    while len(_stage_processes(process.pid, since)) < 2:
         assert caller.poll() is None and time.time() < deadline, caller.communicate()
         time.sleep(0.05)
-    stage = psutil.Process(process.pid).children()[0]
-    watcher = stage.children()[0]
+    stage, watcher = _stage_processes(process.pid, since)[:2]
     stage.kill()  # the OOM killer, say
     _out, err = caller.communicate(timeout=60)
     assert caller.returncode == 1
