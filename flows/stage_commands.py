@@ -395,8 +395,9 @@ def _run_dvc(command: list[str], env: dict[str, str], grace: float = 30.0) -> in
     previous = {signum: signal.signal(signum, forward) for signum in stops}
     try:
         process = subprocess.Popen(command, env=env, start_new_session=True)
-        if stopped:  # a signal came while dvc was starting
-            os.killpg(process.pid, signal.SIGINT)
+        if stopped:  # a signal came while dvc was starting (it may have ended already)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGINT)
         code = None
         while code is None:
             try:
