@@ -144,13 +144,13 @@ def serve(path: Path) -> None:
     """Imports the stages' modules, then forks one child per caller until SIGTERM."""
     import importlib
 
-    # a stop while importing ends the host at once (its folder goes too), not after seconds of
-    # imports nobody will use; one that a library swallows ends it once they are done
-    stops: list[int] = []
-
-    def stop(signum: int, _frame: object) -> None:
-        stops.append(signum)
-        raise SystemExit(0)
+    # a stop while importing ends the host at once, not after seconds of imports nobody will
+    # use: its folder is all it has made so far. `os._exit`, not SystemExit, which would unwind
+    # through whatever library code is running (and could be caught or reported there)
+    def stop(_signum: int, _frame: object) -> None:
+        with contextlib.suppress(OSError):
+            path.parent.rmdir()
+        os._exit(0)
 
     signal.signal(signal.SIGTERM, stop)
     from engine.numba_patches import start_compiler
@@ -160,8 +160,6 @@ def serve(path: Path) -> None:
     for module in PRELOAD:
         importlib.import_module(module)
     start_compiler()  # once here, not in every stage that runs a kernel
-    if stops:
-        raise SystemExit(0)
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # until the listener is set up
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     if threading.active_count() != 1:  # a thread would leave its locks held in every child
