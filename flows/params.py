@@ -11,6 +11,7 @@ key and the stage, which the CLI prints as one line with exit code 2. The file's
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -223,3 +224,73 @@ def load_for(
 ) -> dict[str, Any]:
     """load + check: what a stage command calls first."""
     return check(load(path), stage, game, name)
+
+
+def scaled_profile(full: dict[str, Any], scale: float, thorough_depth: int,
+                   floor: int = 1) -> dict[str, Any]:  # fmt: skip
+    """A profile with every count that sets how much work a stage does times `scale`, everything
+    else as it is (benchmarks/full_profile.py fits its projection to two such runs; `gridbots
+    repro` rehearses the pipeline at scale 0, flows/rehearsal.py).
+
+    `thorough_depth` is the depth of the game trees. A count never goes below `floor`
+    times its smallest legal value: the larger run raises the floor so that counts the small
+    scale rounds to their minimum (match games, NEAT generations) differ between the two runs.
+    """
+
+    def _times(count: float, low: int = 1) -> int:
+        return max(low * floor, round(count * scale))
+
+    def _even(count: float) -> int:  # sides swapped: one game of each side
+        return max(2 * floor, 2 * round(count * scale / 2))
+
+    p = copy.deepcopy(full)
+    p["workers"] = 1
+    p["promote"]["games"] = _even(p["promote"]["games"])
+    for game in p["games"]:
+        chain = p[game]
+        for name, dataset in (chain.get("datasets") or {}).items():
+            options = dataset["options"]
+            if dataset.get("technique", name) == "thorough":
+                options["x"] = thorough_depth
+                continue
+            options["x"] = _times(options["x"])
+            if "shard_size" in options:
+                options["shard_size"] = _times(options["shard_size"])
+        if "validation" in chain:
+            chain["validation"]["sample"] = _times(chain["validation"]["sample"], 10)
+        for model in (chain.get("models") or {}).values():
+            if model["family"] == "neat":
+                model["params"]["generations"] = _times(model["params"]["generations"])
+        if "evaluate" in chain:
+            chain["evaluate"]["games"] = _even(chain["evaluate"]["games"])
+    td = p["othello"]["td"]
+    td["study"].update(games=_times(td["study"]["games"]),
+                       matrix_games=_even(td["study"]["matrix_games"]))  # fmt: skip
+    td["study"]["minimax"]["games"] = _even(td["study"]["minimax"]["games"])
+    td["grid"].update(games=_times(td["grid"]["games"]),
+                      eval_games=_even(td["grid"]["eval_games"]))  # fmt: skip
+    long = td["long"]
+    long.update(games=_times(long["games"]), curve_every=_times(long["curve_every"]),
+                curve_games=_even(long["curve_games"]))  # fmt: skip
+    for run in long["runs"].values():
+        if "games" in run:
+            run["games"] = _times(run["games"])
+    td["tournament"]["games"] = _even(td["tournament"]["games"])
+    td["promote"]["games"] = _even(td["promote"]["games"])
+    for loop in p["playerzero"].values():
+        loop.update(generations=2, hours=0, workers=1)
+        for step in ("first", "selfplay"):
+            loop[step]["games"] = _times(loop[step]["games"], 2)
+            loop[step]["shard_size"] = _times(loop[step]["shard_size"])
+        loop["selfplay"]["parallel"] = min(loop["selfplay"]["parallel"], loop["selfplay"]["games"])
+        arena = loop["arena"]
+        arena["games"] = _even(arena["games"])
+        arena["min_games"] = min(arena["min_games"], arena["games"])
+        evaluate = loop["evaluate"]
+        if evaluate.get("positions"):
+            evaluate["positions"] = _times(evaluate["positions"], 10)
+        if "games" in evaluate:
+            evaluate["games"] = _even(evaluate["games"])
+        if "promote" in loop:
+            loop["promote"]["games"] = _even(loop["promote"]["games"])
+    return p
