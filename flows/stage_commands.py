@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -271,11 +272,23 @@ def repro(
     state_dir: Annotated[
         Path, typer.Option("--state-dir", help="The cluster's state folder (with --cluster).")
     ] = Path(".cluster"),
+    rehearse: Annotated[
+        bool | None,
+        typer.Option(
+            "--rehearse/--no-rehearse",
+            help="Run the pipeline at its smallest beside dvc on the idle core, so its stages "
+            "find their kernels compiled (flows/rehearsal.py); default: on a first run, "
+            "without targets or --cluster.",
+        ),
+    ] = None,
 ):
     """`dvc repro` with one Prefect server for all stages, then where to look."""
+    from flows import rehearsal
+
     quiet()
     env = dict(os.environ)
-    server = None
+    if rehearse is None:
+        rehearse = not targets and not cluster and rehearsal.needed(Path.cwd())
     if cluster:  # its Prefect and MLflow servers, its scheduler: every stage reads them
         from flows.cluster import ClusterError, client_env, read_state, status
 
@@ -289,17 +302,23 @@ def repro(
         env.update(client_env(read_state(state_dir)))
     if not Path(".dvc").is_dir():
         subprocess.run(["dvc", "init", "-q"], check=True)
-    if not cluster and not env.get("PREFECT_API_URL"):
-        typer.echo("starting a Prefect server for this run …", err=True)
-        server, env["PREFECT_API_URL"] = start_prefect_server()
-    from flows.stage_host import start_host
-
-    host, env = start_host(env)  # stages use it once its imports are done, before that not
+    # first, so it is ahead of the stages from the start (its folder is in .dvc/tmp)
+    helpers = [rehearsal.start(Path.cwd(), env)] if rehearse else []
     try:
+        if not cluster and not env.get("PREFECT_API_URL"):
+            typer.echo("starting a Prefect server for this run …", err=True)
+            server, env["PREFECT_API_URL"] = start_prefect_server()
+            helpers.append(server)
+        from flows.stage_host import start_host
+
+        host, env = start_host(env)  # stages use it once its imports are done, before that not
+        helpers.append(host)
         command = ["dvc", "repro", *(["--force"] if force else []), *(targets or [])]
         code = _run_dvc(command, env)
     finally:
-        _stop_servers([host] + ([server] if server is not None else []), grace=30.0)
+        _stop_servers(helpers, grace=30.0)
+        if rehearse:  # the rehearsal's folder, if it was killed before it could remove it
+            shutil.rmtree(rehearsal.SCRATCH, ignore_errors=True)
     if code:
         raise typer.Exit(code)
     where(params)

@@ -59,3 +59,52 @@ def _terminate_and_check(repro: subprocess.Popen, tmp_path: Path) -> None:
         "gridbots: repro stopped by SIGTERM; run it again to resume"
     )
     assert group_members(dvc) == []  # dvc and the stage that ignored SIGINT: both gone
+
+
+def test_a_terminated_repro_stops_its_rehearsal_and_removes_its_folder(tmp_path):
+    """The rehearsal beside dvc (flows/rehearsal.py) runs in a group of its own: it goes with
+    repro, busy in a long stage, and leaves no scratch folder in .dvc/tmp."""
+    import yaml
+
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "dvc").write_text(FAKE_DVC)
+    (tools / "dvc").chmod(0o755)
+    (tmp_path / ".dvc").mkdir()
+    (tmp_path / "params.yaml").write_text((REPO / "params.yaml").read_text())
+    long_match = "gridbots match connect4 mcts:sims=200000 mcts:sims=200000 --games 50"
+    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump(
+        {"stages": {"long": {"cmd": long_match, "deps": [], "outs": ["out"]}}}))  # fmt: skip
+    env = {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}",
+           "PYTHONPATH": str(REPO), "PREFECT_API_URL": "http://127.0.0.1:9/api"}  # fmt: skip
+    repro = subprocess.Popen([sys.executable, "-m", "flows.cli", "repro", "--rehearse"],
+                             cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    scratch = tmp_path / ".dvc" / "tmp" / "rehearsal"
+    rehearsal = None
+    try:
+        deadline = time.time() + 180
+        while rehearsal is None or not (scratch / "params.yaml").is_file():
+            assert repro.poll() is None and time.time() < deadline
+            rehearsal = rehearsal or _process_running("flows.rehearsal", str(tmp_path))
+            time.sleep(0.2)
+        _terminate_and_check(repro, tmp_path)
+        assert group_members(rehearsal) == []  # the rehearsal and its long match
+        assert not scratch.exists()
+    finally:
+        repro.kill()
+        for pid in filter(None, [rehearsal]):
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+        for name in ("dvc.pid", "stage.pid"):
+            with contextlib.suppress(OSError, ValueError):
+                os.kill(int((tmp_path / name).read_text()), signal.SIGKILL)
+
+
+def _process_running(*words: str) -> int | None:
+    """The pid of a process whose command line holds every word."""
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            line = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            if entry.name.isdigit() and all(word in line for word in words):
+                return int(entry.name)
+    return None
