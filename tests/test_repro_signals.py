@@ -63,7 +63,8 @@ def _terminate_and_check(repro: subprocess.Popen, tmp_path: Path) -> None:
 
 def test_a_terminated_repro_stops_its_rehearsal_and_removes_its_folder(tmp_path):
     """The rehearsal beside dvc (flows/rehearsal.py) runs in a group of its own: it goes with
-    repro, busy in a long stage, and leaves no scratch folder in .dvc/tmp."""
+    repro wherever it is (importing, or in its long stage: it is niced, so on a busy machine it
+    may not have started that yet), and leaves no scratch folder in .dvc/tmp."""
     import yaml
 
     tools = tmp_path / "bin"
@@ -83,9 +84,9 @@ def test_a_terminated_repro_stops_its_rehearsal_and_removes_its_folder(tmp_path)
     rehearsal = None
     try:
         deadline = time.time() + 180
-        while rehearsal is None or not (scratch / "params.yaml").is_file():
+        while rehearsal is None:
             assert repro.poll() is None and time.time() < deadline
-            rehearsal = rehearsal or _process_running("flows.rehearsal", str(tmp_path))
+            rehearsal = _process_running("flows.rehearsal", str(tmp_path))
             time.sleep(0.2)
         _terminate_and_check(repro, tmp_path)
         assert group_members(rehearsal) == []  # the rehearsal and its long match
