@@ -37,7 +37,7 @@ def test_a_terminated_repro_leaves_nothing_of_dvc_running(tmp_path):
     try:
         _terminate_and_check(repro, tmp_path)
     finally:  # a failure leaves nothing behind either
-        repro.kill()
+        _stop(repro)
         for name in ("dvc.pid", "stage.pid"):
             with contextlib.suppress(OSError, ValueError):
                 os.kill(int((tmp_path / name).read_text()), signal.SIGKILL)
@@ -92,7 +92,7 @@ def test_a_terminated_repro_stops_its_rehearsal_and_removes_its_folder(tmp_path)
         assert group_members(rehearsal) == []  # the rehearsal and its long match
         assert not scratch.exists()
     finally:
-        repro.kill()
+        _stop(repro)
         for pid in filter(None, [rehearsal]):
             with contextlib.suppress(OSError):
                 os.killpg(pid, signal.SIGKILL)
@@ -109,3 +109,14 @@ def _process_running(*words: str) -> int | None:
             if entry.name.isdigit() and all(word in line for word in words):
                 return int(entry.name)
     return None
+
+
+def _stop(repro: subprocess.Popen) -> None:
+    """A failed test's repro is stopped as a user would, so it takes its stage host, server and
+    rehearsal with it (a SIGKILL alone left its host running), then killed if it hangs."""
+    if repro.poll() is None:
+        repro.terminate()
+        try:
+            repro.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            repro.kill()
