@@ -64,7 +64,8 @@ def _terminate_and_check(repro: subprocess.Popen, tmp_path: Path) -> None:
 def test_a_terminated_repro_stops_its_rehearsal_and_removes_its_folder(tmp_path):
     """The rehearsal beside dvc (flows/rehearsal.py) runs in a group of its own: it goes with
     repro wherever it is (importing, or in its long stage: it is niced, so on a busy machine it
-    may not have started that yet), and leaves no scratch folder in .dvc/tmp."""
+    may not have started that yet), and no scratch folder is left in .dvc/tmp, not even one a
+    killed rehearsal left before (created here, so the check holds whenever the stop comes)."""
     import yaml
 
     tools = tmp_path / "bin"
@@ -81,6 +82,8 @@ def test_a_terminated_repro_stops_its_rehearsal_and_removes_its_folder(tmp_path)
     repro = subprocess.Popen([sys.executable, "-m", "flows.cli", "repro", "--rehearse"],
                              cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)  # fmt: skip
     scratch = tmp_path / ".dvc" / "tmp" / "rehearsal"
+    scratch.mkdir(parents=True)  # as a killed rehearsal leaves it: repro must remove it anyway
+    (scratch / "params.yaml").write_text("games: []\n")
     rehearsal = None
     try:
         deadline = time.time() + 180
