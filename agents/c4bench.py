@@ -135,12 +135,23 @@ def _summary(rows: Sequence[Labelled], chosen: Sequence[int], seconds: Sequence[
         if pick.any():
             by_stones[f"{lo}-{hi}"] = {"positions": int(pick.sum()),
                                        "optimal_rate": float(optimal[pick].mean())}  # fmt: skip
+    # the position's exact value: in won and lost positions a bot that keeps the outcome can
+    # still miss the best score (a slower win, a quicker loss); the split shows which it misses
+    value = np.sign([r.best for r in rows])
+    by_value = {}
+    for name, sign in (("won", 1), ("drawn", 0), ("lost", -1)):
+        pick = value == sign
+        if pick.any():
+            by_value[name] = {"positions": int(pick.sum()),
+                              "optimal_rate": float(optimal[pick].mean()),
+                              "outcome_rate": float(keeps[pick].mean())}  # fmt: skip
     times = np.asarray(seconds) * 1000.0
     return {
         "positions": len(rows),
         "optimal_rate": float(optimal.mean()) if len(rows) else 0.0,
         "outcome_rate": float(keeps.mean()) if len(rows) else 0.0,
         "by_stones": by_stones,
+        "by_value": by_value,
         "ms_per_move_mean": float(times.mean()) if len(times) else 0.0,
         "ms_per_move_p95": float(np.percentile(times, 95)) if len(times) else 0.0,
     }

@@ -58,9 +58,14 @@ def rate(
         typer.echo(json.dumps(results, indent=2))
         return
     for r in results:
+        split = ", ".join(
+            f"{name} {v['optimal_rate']:.3f} ({v['positions']})"
+            for name, v in r["by_value"].items()
+        )
         typer.echo(
             f"{r['spec']}: optimal {r['optimal_rate']:.3f}, outcome kept {r['outcome_rate']:.3f} "
-            f"on {r['positions']} positions, {r['ms_per_move_mean']:.1f} ms/move"
+            f"on {r['positions']} positions, {r['ms_per_move_mean']:.1f} ms/move; optimal in "
+            f"positions {split}"
         )
 
 

@@ -87,6 +87,30 @@ def test_the_rate_is_one_for_perfect_play_and_zero_for_the_worst():
     assert 0.05 < agent_rate("random", rows)["optimal_rate"] < 0.6
 
 
+def test_the_split_by_value_shows_a_bot_that_keeps_the_outcome_but_not_the_score():
+    """An oracle that keeps the outcome with the worst score of its sign (the slowest win, the
+    quickest loss) keeps every outcome, is optimal in every drawn position (all score 0), and
+    misses won and lost positions whose moves of that sign differ in score."""
+    rows = read_positions(DEFAULT_FILE, limit=60)
+
+    class Keeper(Oracle):
+        def step(self, state, player=None):
+            scores = self.solver.analyze(state.history())
+            best = max(s for s in scores if s is not None)
+            same = [c for c, s in enumerate(scores) if s is not None and (s > 0) - (s < 0)
+                    == (best > 0) - (best < 0)]  # fmt: skip
+            return min(same, key=lambda c: scores[c])
+
+    rate = agent_rate("keeper", rows, make_agent=lambda s, g, seed: Keeper(g, s))
+    split = rate["by_value"]
+    assert sum(v["positions"] for v in split.values()) == len(rows)
+    assert rate["outcome_rate"] == 1.0 and all(v["outcome_rate"] == 1.0 for v in split.values())
+    assert split["drawn"]["optimal_rate"] == 1.0
+    spread = [r for r in rows if r.best != 0 and len({s for s in r.scores if s is not None
+                                                      and s * r.best > 0}) > 1]  # fmt: skip
+    assert spread and rate["optimal_rate"] == 1.0 - len(spread) / len(rows)
+
+
 def test_chunks_through_a_mapper_give_the_choices_of_one_agent():
     """The cluster's path (chunks of positions, each a fresh agent, through a mapper) rates a
     deterministic agent exactly as one agent asked every position does; each chunk is a job."""
