@@ -108,7 +108,7 @@ def test_the_split_by_value_shows_a_bot_that_keeps_the_outcome_but_not_the_score
     assert split["drawn"]["optimal_rate"] == 1.0
     spread = [r for r in rows if r.best != 0 and len({s for s in r.scores if s is not None
                                                       and s * r.best > 0}) > 1]  # fmt: skip
-    assert spread and rate["optimal_rate"] == 1.0 - len(spread) / len(rows)
+    assert spread and round(rate["optimal_rate"] * len(rows)) == len(rows) - len(spread)
 
 
 def test_chunks_through_a_mapper_give_the_choices_of_one_agent():
