@@ -129,29 +129,24 @@ def _summary(rows: Sequence[Labelled], chosen: Sequence[int], seconds: Sequence[
     optimal = np.array([r.optimal(c) for r, c in zip(rows, chosen, strict=True)])
     keeps = np.array([r.keeps_outcome(c) for r, c in zip(rows, chosen, strict=True)])
     stones = np.array([len(r.moves) for r in rows])
-    by_stones = {}
-    for lo, hi in ((0, 19), (20, 27), (28, 42)):
-        pick = (stones >= lo) & (stones <= hi)
-        if pick.any():
-            by_stones[f"{lo}-{hi}"] = {"positions": int(pick.sum()),
-                                       "optimal_rate": float(optimal[pick].mean())}  # fmt: skip
+
+    def rates(pick: np.ndarray) -> dict[str, Any]:
+        return {"positions": int(pick.sum()), "optimal_rate": float(optimal[pick].mean()),
+                "outcome_rate": float(keeps[pick].mean())}  # fmt: skip
+
+    spans = {f"{lo}-{hi}": (stones >= lo) & (stones <= hi)
+             for lo, hi in ((0, 19), (20, 27), (28, 42))}  # fmt: skip
     # the position's exact value: in won and lost positions a bot that keeps the outcome can
     # still miss the best score (a slower win, a quicker loss); the split shows which it misses
     value = np.sign([r.best for r in rows])
-    by_value = {}
-    for name, sign in (("won", 1), ("drawn", 0), ("lost", -1)):
-        pick = value == sign
-        if pick.any():
-            by_value[name] = {"positions": int(pick.sum()),
-                              "optimal_rate": float(optimal[pick].mean()),
-                              "outcome_rate": float(keeps[pick].mean())}  # fmt: skip
+    values = {name: value == sign for name, sign in (("won", 1), ("drawn", 0), ("lost", -1))}
     times = np.asarray(seconds) * 1000.0
     return {
         "positions": len(rows),
         "optimal_rate": float(optimal.mean()) if len(rows) else 0.0,
         "outcome_rate": float(keeps.mean()) if len(rows) else 0.0,
-        "by_stones": by_stones,
-        "by_value": by_value,
+        "by_stones": {name: rates(pick) for name, pick in spans.items() if pick.any()},
+        "by_value": {name: rates(pick) for name, pick in values.items() if pick.any()},
         "ms_per_move_mean": float(times.mean()) if len(times) else 0.0,
         "ms_per_move_p95": float(np.percentile(times, 95)) if len(times) else 0.0,
     }
