@@ -4,8 +4,9 @@ PATH is an exported `.onnx` (its metadata says the decoding) or a genome `.json`
 ONNX graph in memory: one implementation of the network, agents.neat_network.to_onnx). Each move
 encodes the board as the study does, runs the network once and decodes the outputs with move
 guiding (agents.neat_codec), so an invalid decoded move becomes the nearest legal one.
-Option `decoding=guided|masked` overrides what the file says (an ONNX file's metadata; a genome
-by its output count: 4 outputs are guided, 2 x tiles + 21 masked).
+Option `decoding=guided|masked|scored|afterstate` overrides what the file says (an ONNX file's
+metadata; a genome by its input and output counts: tiles in and 4 out are guided, 2 x tiles + 21
+out masked, 12 in and 1 out scored, tiles in and 1 out afterstate).
 `onnx:PATH` and `registry:territory-neat@production` reach this agent through the file's
 `gridbots.kind` = "neat".
 """
@@ -20,6 +21,7 @@ from agents.base import Agent, AgentError, builder
 from agents.neat_codec import (
     DECODINGS,
     MOVE_FEATURES,
+    afterstate_inputs,
     decode,
     encode,
     move_features,
@@ -27,6 +29,7 @@ from agents.neat_codec import (
     num_outputs,
 )
 from engine.protocol import Game, State
+from engine.specialise import bind
 
 
 def _session(path: Path, decoding: str | None):
@@ -83,8 +86,8 @@ class NeatAgent(Agent):
         self.input_name = self.session.get_inputs()[0].name
         outputs = self.session.get_outputs()[0].shape[-1]
         if self.decoding is None:  # a bare genome: its output count says how it decodes
-            known = {num_outputs(d, n, self.max_count): d for d in DECODINGS}
-            self.decoding = known.get(outputs, "guided")
+            known = {(num_inputs(d, n), num_outputs(d, n, self.max_count)): d for d in DECODINGS}
+            self.decoding = known.get((shape[-1], outputs), "guided")
         wanted = (num_inputs(self.decoding, n), num_outputs(self.decoding, n, self.max_count))
         if (shape[-1], outputs) != wanted:
             raise AgentError(
@@ -93,6 +96,11 @@ class NeatAgent(Agent):
             )
         self.inputs = np.zeros(n, dtype=np.float64)
         self.guided_moves = 0
+        if self.decoding == "afterstate":
+            kernels = game.kernels
+            self._afterstates = bind(
+                afterstate_inputs, kernels.search(), observation=kernels.observation
+            )
 
     def step(self, state: State, player: int | None = None) -> int:
         player = state.current_player() if player is None else player
@@ -110,10 +118,18 @@ class NeatAgent(Agent):
                 self.max_count,
                 feats,
             )
-            (scores,) = self.session.run(None, {self.input_name: feats.astype(np.float32)})
+            (scores,) = self.session.run(["outputs"], {self.input_name: feats.astype(np.float32)})
             return int(legal[int(np.argmax(scores[:, 0]))])
+        if self.decoding == "afterstate":  # every position a legal move leads to, one batch
+            rows = np.zeros((len(legal), len(self.neighbours)), dtype=np.float64)
+            self._afterstates(state.array, player, legal, len(legal), len(self.neighbours),
+                              self.turn_tiles, np.empty_like(state.array), np.zeros_like(obs),
+                              rows)  # fmt: skip
+            (values,) = self.session.run(["logits"], {self.input_name: rows.astype(np.float32)})
+            return int(legal[int(np.argmax(values[:, 0]))])
         encode(obs, len(self.neighbours), player, self.turn_tiles, self.inputs)
-        (out,) = self.session.run(None, {self.input_name: self.inputs[None, :].astype(np.float32)})
+        feed = {self.input_name: self.inputs[None, :].astype(np.float32)}
+        (out,) = self.session.run(["outputs"], feed)
         action, guided = decode(
             DECODINGS[self.decoding],
             out[0].astype(np.float64),

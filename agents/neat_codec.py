@@ -5,7 +5,7 @@ Inputs (§5): one value per tile, troops / 20, positive for the player's own til
 the opponent's, 0 for nature. The second seat sees the board turned 180 degrees (the game's
 `tile_moves()["turn_tiles"]`), so one network plays either side as if it were blue.
 
-Two decodings of the outputs into an action:
+Four decodings of the outputs into an action:
 
 * guided (the study's): 4 sigmoid outputs (production flag, source tile, target tile, troops).
   Flag <= 0.5 means production; a tile is floor(35 v) of [0, 1] cut into the map's tiles (the
@@ -21,6 +21,10 @@ Two decodings of the outputs into an action:
   one legal move (what it sends where, what it meets, the balance of the board) and writes one
   score; every legal move is scored (one batch) and the best is played. Weights are shared
   across tiles, so evolution searches a dozen inputs instead of thousands of links.
+* afterstate (gridbots' own): the network reads the study's board inputs of the position each
+  legal move leads to and writes one value; the move to the best-valued position is played
+  (one-ply lookahead, as value-function players of board games do). The board encoding is the
+  study's, so a network learns an evaluation of whole positions instead of a move rule.
 """
 
 from __future__ import annotations
@@ -28,8 +32,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-GUIDED, MASKED, SCORED = 0, 1, 2
-DECODINGS = {"guided": GUIDED, "masked": MASKED, "scored": SCORED}
+from engine.specialise import apply_action, generic
+
+GUIDED, MASKED, SCORED, AFTERSTATE = 0, 1, 2, 3
+DECODINGS = {"guided": GUIDED, "masked": MASKED, "scored": SCORED, "afterstate": AFTERSTATE}
 MOVE_FEATURES = 12
 SIGMOID, TANH, RELU, IDENTITY = 0, 1, 2, 3
 #: neat-python's activation functions (neat/activations.py), by the names genomes carry
@@ -41,7 +47,8 @@ def num_inputs(decoding: str, num_tiles: int) -> int:
 
 
 def num_outputs(decoding: str, num_tiles: int, max_count: int) -> int:
-    return {"guided": 4, "masked": 2 * num_tiles + max_count + 1, "scored": 1}[decoding]
+    wide = 2 * num_tiles + max_count + 1
+    return {"guided": 4, "masked": wide, "scored": 1, "afterstate": 1}[decoding]
 
 
 @njit(cache=True, inline="always")
@@ -89,6 +96,20 @@ def forward(
         out[o] = values[net_rows[net, o]]
 
 
+@njit(cache=True, nogil=True)
+def logit(net, nodes, node_bias, node_response, links, link_weight, net_rows, values, o):
+    """Output o of network `net` before its activation, from the values `forward` just computed
+    (the ONNX graph's `logits`, up to neat's positive scale: ranks moves where the activation
+    has flattened)."""
+    for k in range(net_rows[net, -2], net_rows[net, -1]):
+        if nodes[k, 0] == net_rows[net, o]:
+            total = 0.0
+            for j in range(nodes[k, 1], nodes[k, 2]):
+                total += values[links[j]] * link_weight[j]
+            return node_bias[k] + node_response[k] * total
+    return values[net_rows[net, o]]  # an output that is an input slot: no activation
+
+
 @njit(cache=True, inline="always")
 def _frame(tile, player, turn_tiles):
     """A tile index in the player's own frame (the turn is its own inverse)."""
@@ -101,6 +122,22 @@ def encode(obs, num_tiles, player, turn_tiles, inputs):
     for k in range(num_tiles):
         t = _frame(k, player, turn_tiles)
         inputs[k] = obs[t] - obs[num_tiles + t]
+
+
+def observation(s, player, out):
+    """Placeholder: `bind(..., observation=kernels.observation)` puts the game's kernel here."""
+    raise TypeError("observation is only available inside a bound loop")
+
+
+@generic(nogil=True)
+def afterstate_inputs(s, player, legal, count, num_tiles, turn_tiles, child, seen, rows):
+    """rows[i]: the network inputs, for `player`, of the position legal[i] leads to from s
+    (child and seen: a state and an observation buffer to work in)."""
+    for i in range(count):
+        child[:] = s
+        apply_action(child, legal[i])
+        observation(child, player, seen)
+        encode(seen, num_tiles, player, turn_tiles, rows[i])
 
 
 @njit(cache=True, inline="always")

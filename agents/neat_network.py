@@ -199,7 +199,10 @@ def _depths(net: Network) -> dict[int, int]:
 
 
 def to_onnx(net: Network, metadata: dict[str, str] | None = None) -> bytes:
-    """An ONNX graph computing the network for a batch: `inputs` [batch, I] -> `outputs` [batch, O].
+    """An ONNX graph computing the network for a batch: `inputs` [batch, I] -> `outputs` [batch, O]
+    and `logits` [batch, O], the output nodes before their activation (scaled as neat-python
+    scales). Decodings that rank moves by one output read the logits: onnxruntime's float32
+    sigmoid flattens to a few values near 0 and 1, where numba's float64 one still ranks.
 
     Nodes of equal depth (and activation) form one dense layer: MatMul over every value computed
     so far, times response, plus bias, scaled as neat-python scales, the activation, Concat.
@@ -212,7 +215,7 @@ def to_onnx(net: Network, metadata: dict[str, str] | None = None) -> bytes:
         groups.setdefault((depth[node], net.activation[node]), []).append(node)
     slot = {-(i + 1): i for i in range(net.num_inputs)}
     ops, weights = [], []
-    values = "inputs"
+    values = zvalues = "inputs"  # zvalues: the same slots before activation
     for index, ((_, act), members) in enumerate(sorted(groups.items())):
         matrix = np.zeros((len(slot), len(members)), dtype=np.float32)
         for j, node in enumerate(members):
@@ -231,18 +234,24 @@ def to_onnx(net: Network, metadata: dict[str, str] | None = None) -> bytes:
             helper.make_node("Add", [f"scaled{index}", names[2]], [f"z{index}"]),
             helper.make_node(op, [f"z{index}"], [f"act{index}"]),
             helper.make_node("Concat", [values, f"act{index}"], [f"values{index}"], axis=1),
+            helper.make_node("Concat", [zvalues, f"z{index}"], [f"zvalues{index}"], axis=1),
         ]
-        values = f"values{index}"
+        values, zvalues = f"values{index}", f"zvalues{index}"
         for node in members:
             slot[node] = len(slot)
     picks = np.array([slot[o] for o in range(net.num_outputs)], dtype=np.int64)
     weights.append(numpy_helper.from_array(picks, "output_slots"))
     ops.append(helper.make_node("Gather", [values, "output_slots"], ["outputs"], axis=1))
+    ops.append(helper.make_node("Gather", [zvalues, "output_slots"], ["logits"], axis=1))
+    shape = ["batch", net.num_outputs]
     graph = helper.make_graph(
         ops,
         "neat",
         [helper.make_tensor_value_info("inputs", TensorProto.FLOAT, ["batch", net.num_inputs])],
-        [helper.make_tensor_value_info("outputs", TensorProto.FLOAT, ["batch", net.num_outputs])],
+        [
+            helper.make_tensor_value_info("outputs", TensorProto.FLOAT, shape),
+            helper.make_tensor_value_info("logits", TensorProto.FLOAT, shape),
+        ],
         weights,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from itertools import count
 from typing import Any
 
+from agents.neat_codec import DECODINGS
 from agents.neat_network import GENOME_FORMAT
 from engine import load_game
 from engine.files import write_json  # noqa: F401 (neat_track imports it from here)
@@ -108,7 +109,8 @@ DEFAULTS: dict[str, Any] = {
     "size": 6,
     "rounds": 0,  # 0: the preset's limit (study: 5,000 / 500 / 5,000 / 500; duel: 100)
     "decoding": "guided",  # "masked": argmax over legal moves of a wider output; "scored": a
-    # network scoring each legal move from its features (agents.neat_codec)
+    # network scoring each legal move from its features; "afterstate": a network valuing the
+    # position each legal move leads to (agents.neat_codec)
     "stale_limit": 3,  # the study stops a game once a position repeats more than 3 times
     "red_seed": 0,  # seed of the scripted red (against-red): the same red for every genome
     "payoff": [10.0, 1.0, -10.0, -1.5],  # coevolution per move: own tiles, own troops, enemy
@@ -394,10 +396,9 @@ def checked(params: dict[str, Any] | None) -> dict[str, Any]:
     if unknown:
         raise NeatError(f"neat: unknown parameter(s) {unknown}; known: {', '.join(DEFAULTS)}")
     merged = {**DEFAULTS, **params}
-    if merged["decoding"] not in ("guided", "masked", "scored"):
-        raise NeatError(
-            f"neat: decoding must be guided, masked or scored, got {merged['decoding']!r}"
-        )
+    if merged["decoding"] not in DECODINGS:
+        wanted = ", ".join(DECODINGS)
+        raise NeatError(f"neat: decoding must be one of {wanted}, got {merged['decoding']!r}")
     if merged["sparring_red"] not in SPARRING_PRESETS:
         red = merged["sparring_red"]
         raise NeatError(f"neat: sparring_red must be study or greedy, got {red!r}")

@@ -22,12 +22,15 @@ import numpy as np
 from numba import njit
 
 from agents.neat_codec import (
+    AFTERSTATE,
     DECODINGS,
     MOVE_FEATURES,
     SCORED,
+    afterstate_inputs,
     decode,
     encode,
     forward,
+    logit,
     move_features,
 )
 from agents.neat_network import Packed
@@ -133,6 +136,9 @@ def play_networks(
     before = np.zeros(4, dtype=np.float64)
     after = np.zeros(4, dtype=np.float64)
     result = np.zeros(2, dtype=np.float64)
+    child = np.empty(starts.shape[1], dtype=np.int64)  # afterstate: positions moves lead to
+    seen = np.zeros(obs_size, dtype=np.float64)
+    rows = np.zeros((n * ids, n), dtype=np.float64)
     table_size = 1 << table_bits
     keys = np.zeros(table_size, dtype=np.int64)
     counts = np.zeros(table_size, dtype=np.int64)
@@ -172,6 +178,26 @@ def play_networks(
                     )
                     if out[0] > top:
                         action, top = legal[i], out[0]
+            elif mode == AFTERSTATE:  # one value per position a legal move leads to
+                afterstate_inputs(s, player, legal, count, n, turn_tiles, child, seen, rows)
+                action, guided, top = legal[0], False, -np.inf
+                for i in range(count):
+                    forward(
+                        net,
+                        nodes,
+                        bias,
+                        response,
+                        kind,
+                        links,
+                        weight,
+                        net_rows,
+                        values,
+                        rows[i],
+                        out,
+                    )
+                    value = logit(net, nodes, bias, response, links, weight, net_rows, values, 0)
+                    if value > top:
+                        action, top = legal[i], value
             else:
                 encode(obs, n, player, turn_tiles, inputs)
                 forward(

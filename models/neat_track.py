@@ -41,7 +41,7 @@ def parity(champion: dict[str, Any], sections: dict, onnx_bytes: bytes, seed: in
     inputs = np.random.default_rng(seed).uniform(-1, 1, (PARITY_INPUTS, champion["num_inputs"]))
     expected = np.array([reference.activate(list(row)) for row in inputs])
     session = ort.InferenceSession(onnx_bytes, providers=["CPUExecutionProvider"])
-    (got,) = session.run(None, {"inputs": inputs.astype(np.float32)})
+    (got,) = session.run(["outputs"], {"inputs": inputs.astype(np.float32)})
     return float(np.max(np.abs(got - expected)))
 
 

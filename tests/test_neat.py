@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from agents import make
-from agents.neat_codec import DECODINGS, decode, encode, forward
-from agents.neat_network import network, pack, to_onnx
+from agents.neat_codec import DECODINGS, decode, encode, forward, logit
+from agents.neat_network import ONNX_ACTIVATIONS, network, pack, to_onnx
 from engine import load_game
 from engine.games.territory import HEADER, IDS, MAX_TROOPS
 from models.neat import (
@@ -65,8 +65,18 @@ def test_numba_and_onnx_networks_match_neat_pythons_own():
             mine.append(out.copy())
         assert np.max(np.abs(np.array(mine) - expected)) < 1e-12
         session = ort.InferenceSession(to_onnx(net), providers=["CPUExecutionProvider"])
-        (onnx_out,) = session.run(None, {"inputs": inputs.astype(np.float32)})
+        onnx_out, onnx_logits = session.run(None, {"inputs": inputs.astype(np.float32)})
         assert np.max(np.abs(onnx_out - expected)) < 1e-5
+        # the logits: each output before its activation, neat's scale included, as numba's
+        nodes, bias, response, _kinds, links, weight, net_rows = packed.arrays()
+        scales = [ONNX_ACTIVATIONS[net.activation[o]][0] for o in range(4)]
+        mine = []
+        for row in inputs:
+            forward(index, *packed.arrays(), values, row, out)
+            mine.append([scales[o] * logit(index, nodes, bias, response, links, weight, net_rows,
+                                           values, o) for o in range(4)])  # fmt: skip
+        assert np.allclose(onnx_logits, mine, rtol=1e-4, atol=1e-4)
+        assert np.allclose(1 / (1 + np.exp(-np.clip(mine, -60, 60))), expected)  # sigmoid outputs
 
 
 def test_genome_json_round_trip_keeps_every_gene():
@@ -210,7 +220,7 @@ def test_training_is_seeded_independent_of_threads_and_resumes_exactly(tmp_path)
         Trainer("against-red", {**TINY, "generations": 4, "seed": 9}, tmp_path / "c")
 
 
-@pytest.mark.parametrize("decoding", ["guided", "scored"])
+@pytest.mark.parametrize("decoding", ["guided", "scored", "afterstate"])
 def test_training_improves_on_the_first_generation_and_the_agent_replays_its_game(
     tmp_path, decoding
 ):
@@ -233,7 +243,9 @@ def test_training_improves_on_the_first_generation_and_the_agent_replays_its_gam
     for action in result.trace:  # with the trained move, so one near-tie costs one position)
         agreed.append(agent.step(state) == action)
         state.apply_action(int(action))
-    assert state.is_terminal()
+    # the game ended by the rules, or at a position repeated past the stale limit (an evolved
+    # value network may shuttle troops back and forth)
+    assert state.is_terminal() or result.champion_stats["stale"] == 1.0
     assert np.mean(agreed) > 0.95  # float32 ONNX vs float64 numba may differ at a near-tie
 
 
