@@ -159,8 +159,13 @@ def play_networks(
             net = seats[g, player]
             if net == RANDOM_SEAT:
                 action, guided = legal[rand_below(rng, count)], False
-            elif mode == SCORED:  # one score per legal move, the best is played
-                move_features(obs, n, legal, count, neighbours, ids, max_count, feats)
+            elif mode == SCORED or mode == AFTERSTATE:  # one value per legal move, best played
+                if mode == SCORED:  # the network reads each move's features
+                    move_features(obs, n, legal, count, neighbours, ids, max_count, feats)
+                    candidates = feats
+                else:  # ... or the board each move leads to, and is ranked before activation
+                    afterstate_inputs(s, player, legal, count, n, turn_tiles, child, seen, rows)
+                    candidates = rows
                 action, guided, top = legal[0], False, -np.inf
                 for i in range(count):
                     forward(
@@ -173,29 +178,14 @@ def play_networks(
                         weight,
                         net_rows,
                         values,
-                        feats[i],
+                        candidates[i],
                         out,
                     )
-                    if out[0] > top:
-                        action, top = legal[i], out[0]
-            elif mode == AFTERSTATE:  # one value per position a legal move leads to
-                afterstate_inputs(s, player, legal, count, n, turn_tiles, child, seen, rows)
-                action, guided, top = legal[0], False, -np.inf
-                for i in range(count):
-                    forward(
-                        net,
-                        nodes,
-                        bias,
-                        response,
-                        kind,
-                        links,
-                        weight,
-                        net_rows,
-                        values,
-                        rows[i],
-                        out,
+                    value = (
+                        out[0]
+                        if mode == SCORED
+                        else logit(net, nodes, bias, response, links, weight, net_rows, values, 0)
                     )
-                    value = logit(net, nodes, bias, response, links, weight, net_rows, values, 0)
                     if value > top:
                         action, top = legal[i], value
             else:
