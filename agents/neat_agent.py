@@ -101,6 +101,9 @@ class NeatAgent(Agent):
             self._afterstates = bind(
                 afterstate_inputs, kernels.search(), observation=kernels.observation
             )
+            start = game.new_initial_state(seed=0)  # buffers: a state and its observation
+            self._child = np.empty_like(start.array)
+            self._seen = np.zeros(start.observation_tensor(0).size, dtype=np.float64)
 
     def step(self, state: State, player: int | None = None) -> int:
         player = state.current_player() if player is None else player
@@ -123,8 +126,7 @@ class NeatAgent(Agent):
         if self.decoding == "afterstate":  # every position a legal move leads to, one batch
             rows = np.zeros((len(legal), len(self.neighbours)), dtype=np.float64)
             self._afterstates(state.array, player, legal, len(legal), len(self.neighbours),
-                              self.turn_tiles, np.empty_like(state.array), np.zeros_like(obs),
-                              rows)  # fmt: skip
+                              self.turn_tiles, self._child, self._seen, rows)  # fmt: skip
             (values,) = self.session.run(["logits"], {self.input_name: rows.astype(np.float32)})
             return int(legal[int(np.argmax(values[:, 0]))])
         encode(obs, len(self.neighbours), player, self.turn_tiles, self.inputs)

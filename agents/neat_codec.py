@@ -107,7 +107,7 @@ def logit(net, nodes, node_bias, node_response, links, link_weight, net_rows, va
             for j in range(nodes[k, 1], nodes[k, 2]):
                 total += values[links[j]] * link_weight[j]
             return node_bias[k] + node_response[k] * total
-    return values[net_rows[net, o]]  # an output that is an input slot: no activation
+    raise ValueError("a network output without a node row")
 
 
 @njit(cache=True, inline="always")
