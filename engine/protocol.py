@@ -103,14 +103,8 @@ class KernelSet:
 
     def search(self) -> tuple:
         """The kernels generic loops take, in their argument order (see engine.loops)."""
-        return (
-            self.current_player,
-            self.legal_actions,
-            self.chance_probability,
-            self.apply_action,
-            self.apply_joint,
-            self.returns,
-        )
+        return (self.current_player, self.legal_actions, self.chance_probability,
+                self.apply_action, self.apply_joint, self.returns)  # fmt: skip
 
 
 class Game:

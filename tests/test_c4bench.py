@@ -45,12 +45,21 @@ def test_labels_agree_with_the_solver_on_a_sample():
 
 
 def test_a_hand_worked_position():
-    """X: 1, 1, 1 and O: 2, 3 with O to move: every column but 1 lets X win next move."""
-    solver = Connect4Solver()
-    scores = solver.analyze([0, 1, 0, 2, 0])
+    """Columns 4-7 hold two-stone blocks (no line longer than two), then X: 1, 1, 1 and O: 2, 3;
+    O to move: every column but 1 lets X win next move, with its 12th stone (score
+    (43 - 22) / 2 = 10); blocking at 1 is the best. (Late in the game, so the solve is instant.)
+
+    . . . O X O X
+    X . . O X O X
+    X . . X O X O
+    X O O X O X O
+    """
+    blocks = [3, 4, 3, 4, 5, 6, 5, 6, 4, 3, 4, 3, 6, 5, 6, 5]
+    moves = [*blocks, 0, 1, 0, 2, 0]
+    scores = Connect4Solver().analyze(moves)
     assert scores[0] is not None and scores[0] == max(s for s in scores if s is not None)
-    assert all(s == -18 for s in scores[1:])  # X wins with its 4th stone, 18 cells left
-    labelled = Labelled((0, 1, 0, 2, 0), tuple(scores))
+    assert scores[1:] == [-10] * 6
+    labelled = Labelled(tuple(moves), tuple(scores))
     assert labelled.optimal(0) and not labelled.optimal(3) and not labelled.keeps_outcome(3)
 
 

@@ -1,5 +1,6 @@
 """The PlayerZero loop end to end at toy size: killed mid-generation, it loses only that
-generation's unfinished step; run again it finishes; raising `generations` continues it; the
+generation's unfinished step; run again with `generations` raised it resumes that generation
+and goes on past the old count; run once more it has nothing to do; the
 accepted networks are registered with their evidence and face the promotion gate."""
 
 from __future__ import annotations
@@ -79,23 +80,22 @@ def test_killed_resumed_continued_and_registered(tmp_path, prefect_api):
     kept = {p: p.stat().st_mtime_ns for p in (home / "gen-000").rglob("*") if p.is_file()}
     kept |= {p: p.stat().st_mtime_ns for p in (home / "networks").rglob("*") if p.is_file()}
 
-    finish(start(tmp_path, 2, prefect_api))
+    # run again with generations raised: it resumes the generation in flight, then goes on
+    finish(start(tmp_path, 3, prefect_api))
     state = json.loads((home / "state.json").read_text())
-    assert state["generation"] == 2 and len(state["history"]) == 2
+    assert state["generation"] == 3 and len(state["history"]) == 3
     assert all(p.stat().st_mtime_ns == t for p, t in kept.items())  # generation 0 untouched
+    assert (home / "gen-002" / "summary.json").is_file()
     rows = (home / "curve.csv").read_text().splitlines()
-    assert len(rows) == 3 and rows[0].startswith("generation,hours")
+    assert len(rows) == 4 and rows[0].startswith("generation,hours")
     assert (tmp_path / "metrics" / "playerzero" / "connect4.json").is_file()
     report = (home / "report.md").read_text()
     assert "| `random` |" in report and (home / "report.png").is_file()
 
-    again = finish(start(tmp_path, 2, prefect_api))  # nothing left to do
-    assert "2 generations" in again
+    again = finish(start(tmp_path, 3, prefect_api))  # nothing left to do
+    assert "3 generations" in again
     assert json.loads((home / "state.json").read_text())["history"] == state["history"]
 
-    finish(start(tmp_path, 3, prefect_api))  # raising generations continues from the last one
-    state = json.loads((home / "state.json").read_text())
-    assert state["generation"] == 3 and (home / "gen-002" / "summary.json").is_file()
     first_summary = state["history"][0]
     assert first_summary["registry"]["version"] == "1"  # the first network is always accepted
     assert first_summary["registry"]["promotion"]["opponent"] == "random"

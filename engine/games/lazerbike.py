@@ -242,9 +242,6 @@ def evaluate(s, player):
     return (tiles[team] - rival) / max(free, 1)
 
 
-# ---- end of heuristic evaluation ---------------------------------------------------------------
-
-
 KERNELS = KernelSet.collect(globals())
 
 
@@ -337,12 +334,11 @@ class Lazerbike(Game):
     def _check_setup(self, start: Any) -> list[tuple[int, int, int]]:
         try:
             setup = [(int(r), int(c), _heading(h)) for r, c, h in start]
+        except GameError:
+            raise
         except (TypeError, ValueError) as error:
-            if isinstance(error, GameError):
-                raise
-            raise GameError(
-                f"lazerbike: start must be (row, col, heading) triples: {error}"
-            ) from None
+            message = f"lazerbike: start must be (row, col, heading) triples: {error}"
+            raise GameError(message) from None
         if len(setup) != self.num_players:
             raise GameError(f"lazerbike: start needs {self.num_players} bikes, got {len(setup)}")
         for r, c, _ in setup:
@@ -377,15 +373,11 @@ class Lazerbike(Game):
 
     def render(self, s: np.ndarray) -> str:
         n = int(s[NUM_PLAYERS])
-        bikes = []
-        for p in range(n):
-            r, c = divmod(int(s[POS + p]), SIZE)
-            alive = bool(s[ALIVE + p])
-            letter = "ABCD"[p] if alive else "abcd"[p]
-            state = HEADINGS[int(s[HEAD + p])] if alive else "dead"
-            bikes.append(f"{letter}({r},{c}){state}")
         lines = [" ".join(row) for row in self.grid(s)]
-        status = f"lap {int(s[LAP])}  " + " ".join(bikes)
+        status = f"lap {int(s[LAP])}  " + " ".join(
+            f"{'ABCD'[p]}({r},{c}){heading}" if alive else f"{'abcd'[p]}({r},{c})dead"
+            for p, (r, c, heading, alive) in enumerate(bikes(s))
+        )
         if len(set(self.teams)) < n:
             status += "  teams " + "".join(str(t) for t in self.teams)
         if s[STATUS] == OVER:
@@ -443,12 +435,7 @@ def bikes(state: State | np.ndarray) -> list[tuple[int, int, str, bool]]:
     """Each bike as (row, col, heading N/E/S/W, alive): what scenario scripts and tests read."""
     s = state.array if isinstance(state, State) else state
     return [
-        (
-            int(s[POS + p]) // SIZE,
-            int(s[POS + p]) % SIZE,
-            HEADINGS[int(s[HEAD + p])],
-            bool(s[ALIVE + p]),
-        )
+        (*divmod(int(s[POS + p]), SIZE), HEADINGS[int(s[HEAD + p])], bool(s[ALIVE + p]))
         for p in range(int(s[NUM_PLAYERS]))
     ]
 
@@ -498,7 +485,6 @@ Lazerbike.board_codes = _board_codes
 Lazerbike.symmetries = _symmetries
 Lazerbike.deadly_tiles = True
 Lazerbike.sequence_length = 112  # the study's window
-# ---- end of data hooks -------------------------------------------------------------------------
 
 
 # ---- path-finding grid (agents: space) ---------------------------------------------------------
@@ -510,4 +496,3 @@ def walk_grid(s: np.ndarray, player: int) -> tuple[np.ndarray, int, int, int]:
 
 
 Lazerbike.walk_grid = staticmethod(walk_grid)
-# ---- end of path-finding grid ------------------------------------------------------------------

@@ -426,16 +426,12 @@ class Sokoban(Game):
 
     def grid(self, s: np.ndarray) -> list[str]:
         """w wall, b box, h hole, e exit, 1-4 the players, `.` floor."""
-        w, h = int(s[W_]), int(s[H_])
-        tiles = [["."] * w for _ in range(h)]
-        for r in range(h):
-            for c in range(w):
-                for k, ch in ((EXIT, "e"), (HOLE, "h"), (BOX, "b"), (WALL, "w")):
-                    if bit(s, k, r, c):
-                        tiles[r][c] = ch
-        for p in range(int(s[NP_])):
-            cell = int(s[PLAYERS + p])
-            tiles[cell // w][cell % w] = str(p + 1)
+        planes = layout(s)
+        tiles = np.full(planes["walls"].shape, ".")
+        for name, ch in (("exits", "e"), ("holes", "h"), ("boxes", "b"), ("walls", "w")):
+            tiles[planes[name]] = ch
+        for p, cell in enumerate(planes["players"]):
+            tiles.flat[cell] = str(p + 1)
         return ["".join(line) for line in tiles]
 
     def render(self, s: np.ndarray) -> str:
@@ -493,8 +489,6 @@ def layout(s: np.ndarray) -> dict[str, np.ndarray]:
 
 
 Sokoban.layout = staticmethod(layout)
-# ---- end of planning layout ----------------------------------------------------------------
-
 
 # the level format lives beside (a module of its own); re-exported where callers know it
 from engine.games.sokoban_levels import (  # noqa: E402, F401
