@@ -92,6 +92,13 @@ def plot(rows: list[dict[str, float]], baselines: dict[str, dict], path: Path, t
     plt.close(figure)
 
 
+def cell(row: dict[str, float], key: str, spec: str = ".3f") -> str:
+    """A table cell; "-" where the generation did not measure it (no solved positions, no
+    yardstick match in this profile), rather than "nan"."""
+    value = row.get(key, float("nan"))
+    return "-" if value != value else format(value, spec)
+
+
 def write_loop_report(home: Path, game: str, settings: dict[str, Any]) -> Path:
     """report.md + report.png in the loop's folder; returns the markdown path."""
     home = Path(home)
@@ -101,6 +108,8 @@ def write_loop_report(home: Path, game: str, settings: dict[str, Any]) -> Path:
     picture = home / "report.png"
     plot(rows, baselines, picture, f"PlayerZero on {game}")
     best = (state.get("best") or {}).get("path", "none")
+    opponent = loop.yardstick(settings)
+    versus = f"`{opponent}`" if opponent else "yardstick (none set)"
     lines = [
         f"# PlayerZero on {game}",
         "",
@@ -108,16 +117,16 @@ def write_loop_report(home: Path, game: str, settings: dict[str, Any]) -> Path:
         f"best network: {best}.",
         "",
         "| gen | hours | positions/s | policy acc. | arena | accepted | optimal (policy) "
-        "| optimal (puct) | puct ms/move | vs yardstick |",
+        f"| optimal (puct) | puct ms/move | vs {versus} |",
         "|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['generation'] + 1:.0f} | {r['hours']:.2f} | {r['selfplay_positions_per_s']:.0f} "
-            f"| {r['policy_accuracy']:.3f} | {r['arena_score']:.3f} "
-            f"| {'yes' if r['accepted'] == 1 else 'no'} | {r['optimal_rate_policy']:.3f} "
-            f"| {r['optimal_rate_puct']:.3f} | {r['puct_ms_per_move']:.1f} "
-            f"| {r.get('match_score', float('nan')):.3f} |"
+            f"| {r['generation'] + 1:.0f} | {r['hours']:.2f} "
+            f"| {cell(r, 'selfplay_positions_per_s', '.0f')} | {cell(r, 'policy_accuracy')} "
+            f"| {cell(r, 'arena_score')} | {'yes' if r['accepted'] == 1 else 'no'} "
+            f"| {cell(r, 'optimal_rate_policy')} | {cell(r, 'optimal_rate_puct')} "
+            f"| {cell(r, 'puct_ms_per_move', '.1f')} | {cell(r, 'match_score')} |"
         )
     if baselines:
         lines += ["", "Classical baselines on the same positions:", ""]

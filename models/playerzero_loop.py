@@ -309,7 +309,7 @@ def evaluate(root: Path, g: int, game: Any, model: str, params: dict,
         chunk = int(e.get("chunk", EVAL_CHUNK))
         result["puct"] = agent_rate(spec, rows[: int(e["positions"])], chunk=chunk, mapper=mapper)
     e = params.get("evaluate", {})
-    if e.get("opponent") and int(e.get("games", 0)) >= 2:  # a fixed yardstick, every generation
+    if yardstick(params):
         from engine.tournament import summarize_pairing
         from models.arena import play_job
 
@@ -404,6 +404,13 @@ CURVE_KEYS = (
     ("puct_ms_per_move", "evaluation.puct.ms_per_move_mean"),
     ("match_score", "evaluation.match.score"),
 )
+
+
+def yardstick(params: dict[str, Any]) -> str | None:
+    """The fixed opponent every generation plays (`evaluate.opponent`, at least 2 games), or
+    None where the profile sets none."""
+    e = params.get("evaluate") or {}
+    return str(e["opponent"]) if e.get("opponent") and int(e.get("games", 0)) >= 2 else None
 
 
 def flat_value(summary: dict[str, Any], dotted: str) -> Any:

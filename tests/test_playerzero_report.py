@@ -1,0 +1,45 @@
+"""The PlayerZero loop's report table: what a generation did not measure reads "-", not "nan",
+and the yardstick column names the opponent the profile sets (or says there is none)."""
+
+from __future__ import annotations
+
+import json
+
+from flows.playerzero_report import write_loop_report
+from models.playerzero_loop import write_curve
+
+
+def summary(generation: int, match: float | None) -> dict:
+    done = {
+        "generation": generation, "hours": 0.5 * (generation + 1),
+        "selfplay": {"positions_per_s": 812.0}, "train": {"held_out_policy_accuracy": 0.41},
+        "arena": {"score": 0.625, "accepted": True},
+        "evaluation": {"puct": {"optimal_rate": 0.9, "ms_per_move_mean": 14.25}},
+    }  # fmt: skip
+    if match is not None:
+        done["evaluation"]["match"] = {"score": match}
+    return done
+
+
+def table_rows(report: str) -> list[str]:
+    return [line for line in report.splitlines() if line.startswith("| ")]
+
+
+def test_unmeasured_cells_read_dash_and_the_yardstick_is_named(tmp_path):
+    write_curve(tmp_path, [summary(0, None), summary(1, 0.75)])
+    (tmp_path / "state.json").write_text(json.dumps({"generation": 2, "seconds": 3600}))
+    settings = {"evaluate": {"opponent": "alphabeta:ms=10", "games": 20}, "solved": ""}
+    report = write_loop_report(tmp_path, "connect4", settings).read_text()
+    header, first, second = table_rows(report)
+    assert header.endswith("| vs `alphabeta:ms=10` |")
+    # no solved set: the policy's optimal rate is "-"; generation 1 played no match
+    assert first == "| 1 | 0.50 | 812 | 0.410 | 0.625 | yes | - | 0.900 | 14.2 | - |"
+    assert second.endswith("| 0.900 | 14.2 | 0.750 |")
+    assert "nan" not in report and (tmp_path / "report.png").is_file()
+
+
+def test_a_profile_without_a_yardstick_says_so(tmp_path):
+    write_curve(tmp_path, [summary(0, None)])
+    report = write_loop_report(tmp_path, "othello", {"evaluate": {"sims": 8}}).read_text()
+    assert table_rows(report)[0].endswith("| vs yardstick (none set) |")
+    assert table_rows(report)[1].endswith("| - |")
