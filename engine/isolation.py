@@ -207,6 +207,9 @@ class BotProcess:
             self.stats.crashes += 1
             self.pending = False
             kill_group(self.proc, self.marker)
+            for _ in range(4):  # its last words (a traceback) may still wait behind a closed
+                if self.read_stderr() <= 0:  # stdout: the match forgets its pipes from now on
+                    break
             if self.spare is None:
                 self.spare = self._spawn()
 
@@ -286,16 +289,17 @@ class BotProcess:
             self.pending = False
             self.answer = line.decode("ascii", "replace").strip() if line is not None else ""
 
-    def read_stderr(self) -> bool:
-        """Keeps the last few KiB (crash reports); False at end of file."""
+    def read_stderr(self) -> int:
+        """Keeps the last few KiB (crash reports); the bytes read, 0 when none are waiting, -1
+        at end of file."""
         try:
             chunk = os.read(self.err_fd, READ_CHUNK)
         except BlockingIOError:
-            return True
+            return 0
         except OSError:
-            return False
+            return -1
         self.stderr_tail = (self.stderr_tail + chunk)[-STDERR_TAIL:]
-        return bool(chunk)
+        return len(chunk) or -1
 
 
 class IsolatedPlayers:
@@ -443,7 +447,7 @@ class IsolatedPlayers:
                     ):  # a flood: let its writes block
                         self.selector.unregister(bot.out_fd)
                         self.muted.add(id(bot))
-                elif not bot.read_stderr():
+                elif bot.read_stderr() < 0:
                     with contextlib.suppress(KeyError, ValueError):
                         self.selector.unregister(bot.err_fd)
 
