@@ -120,16 +120,16 @@ class ValueEncoder:
 
     def batch(self, states: np.ndarray, players: np.ndarray) -> np.ndarray:
         """float32 [n, size] for state arrays [n, state_size] and their sides to move [n]."""
-        states = np.asarray(states, dtype=np.int64)
+        states = np.ascontiguousarray(states, dtype=np.int64)  # the compiled loops' layout
         players = np.asarray(players, dtype=np.int64)
         if self.encoding == "board-onehot":
             return self._board(states, players)
         out = np.zeros((len(states), self.size), dtype=np.float32)
         if self.encoding in ("seat-observation", "value-planes"):
-            self._observe(np.ascontiguousarray(states), players, self._cells, out)
+            self._observe(states, players, self._cells, out)
             return out
         g = self.game
-        self._rows(np.ascontiguousarray(states), players, self._teams, g.num_players,
+        self._rows(states, players, self._teams, g.num_players,
                    g.neutral_action, self._buffers, self._planes, out)  # fmt: skip
         return out
 

@@ -30,16 +30,14 @@ CASES = (
 )
 
 
-def positions(game, count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """`count` non-terminal states reached by seeded random play, with their sides to move."""
-    rng = np.random.default_rng(seed)
+def positions(game, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """`count` non-terminal states after seeded random openings of 0-29 moves (the protocol's
+    `opening` scenario), with their sides to move."""
     states, players = [], []
+    k = 0
     while len(states) < count:
-        state = game.new_initial_state(seed=len(states))
-        for _ in range(int(rng.integers(0, 30))):
-            if state.is_terminal() or state.current_player() < 0:
-                break
-            state.apply_action(int(rng.choice(state.legal_actions())))
+        state = game.new_initial_state(seed=k, opening=k % 30)
+        k += 1
         if not state.is_terminal() and state.current_player() >= 0:
             states.append(state.array.copy())
             players.append(state.current_player())

@@ -207,8 +207,10 @@ class BotProcess:
             self.stats.crashes += 1
             self.pending = False
             kill_group(self.proc, self.marker)
-            for _ in range(4):  # its last words (a traceback) may still wait behind a closed
-                if self.read_stderr() <= 0:  # stdout: the match forgets its pipes from now on
+            # its last words (a traceback) may still wait behind a closed stdout, and the match
+            # forgets its pipes from now on: read what is there, at most four chunks
+            for _ in range(4):
+                if self.read_stderr() <= 0:
                     break
             if self.spare is None:
                 self.spare = self._spawn()
