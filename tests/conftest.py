@@ -9,6 +9,7 @@ for key, value in {
     "MLFLOW_DISABLE_TELEMETRY": "1",
     "DVC_NO_ANALYTICS": "1",
     "GX_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",  # the test servers' telemetry heartbeat
     # a Prefect server started by a stage waits longer on two busy cores than the default 20 s
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
 }.items():
