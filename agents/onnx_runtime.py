@@ -23,6 +23,11 @@ _PROBE_LOCK = threading.Lock()
 #: them, the spinning threads take the CPU its event loop needs to hand over the next request
 #: (Connect 4 PUCT at ms=10 over HTTP: ~21 ms median with spinning, ~14.5 without, 2 cores)
 SPINNING = {"on": True}
+#: cuDNN picks convolution algorithms from its heuristics instead of timing every candidate
+#: (onnxruntime's default, EXHAUSTIVE) at each new input shape: batched search feeds a different
+#: batch size at nearly every call as self-play games end, and each new shape's timing costs far
+#: more than the calls it would speed up
+CUDA_OPTIONS = {"cudnn_conv_algo_search": "HEURISTIC"}
 
 
 def stop_spinning() -> None:
@@ -81,4 +86,5 @@ def session(path: str | Path, threads: int = 0):
     if threads > 0:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-    return ort.InferenceSession(str(path), sess_options=options, providers=list(providers()))
+    chosen = [(CUDA, CUDA_OPTIONS) if name == CUDA else name for name in providers()]
+    return ort.InferenceSession(str(path), sess_options=options, providers=chosen)
