@@ -35,19 +35,14 @@ from engine.specialise import bind
 def _session(path: Path, decoding: str | None):
     """(onnxruntime session, decoding) for an .onnx or a genome .json."""
     if path.suffix == ".json":
-        import onnxruntime as ort
-
         from agents.neat_network import GenomeError, network, read_genome, to_onnx
-        from agents.onnx_runtime import QUIET, providers
+        from agents.onnx_runtime import session
 
         try:
             model = to_onnx(network(read_genome(path)))
         except GenomeError as error:
             raise AgentError(f"neat: {error}") from None
-        options = ort.SessionOptions()
-        options.log_severity_level = QUIET
-        runner = ort.InferenceSession(model, sess_options=options, providers=list(providers()))
-        return runner, decoding
+        return session(model), decoding
     from agents.onnx_eval import open_session
 
     runner, meta = open_session(path)

@@ -74,9 +74,10 @@ def _probe_model() -> bytes:
     return model.SerializeToString()
 
 
-def session(path: str | Path, threads: int = 0):
-    """An inference session for an ONNX file on the chosen providers; `threads` > 0 caps the
-    CPU threads of one call (self-play workers run one each, side by side)."""
+def session(model: str | Path | bytes, threads: int = 0):
+    """An inference session for an ONNX file (or a serialized model built in memory) on the
+    chosen providers; `threads` > 0 caps the CPU threads of one call (self-play workers run one
+    each, side by side)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -87,4 +88,5 @@ def session(path: str | Path, threads: int = 0):
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
     chosen = [(CUDA, CUDA_OPTIONS) if name == CUDA else name for name in providers()]
-    return ort.InferenceSession(str(path), sess_options=options, providers=chosen)
+    source = model if isinstance(model, bytes) else str(model)
+    return ort.InferenceSession(source, sess_options=options, providers=chosen)
