@@ -23,6 +23,15 @@ import tempfile
 from collections.abc import Iterator, Mapping
 
 VERBOSE = "GRIDBOTS_VERBOSE"
+#: the tools' own switches for their telemetry (usage pings, server heartbeats), all off: every
+#: gridbots process, the cluster's servers and the test suite start from these
+TELEMETRY_OFF = {
+    "DO_NOT_TRACK": "1",
+    "MLFLOW_DISABLE_TELEMETRY": "1",
+    "DVC_NO_ANALYTICS": "1",
+    "GX_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+}
 #: what TensorFlow and its CUDA probe print while loading on a machine without a GPU
 STARTUP_CHATTER = re.compile(
     r"absl::InitializeLog|^[IWE]\d{4} |cuda|cuInit|oneDNN|cpu_feature_guard|TF-TRT|"

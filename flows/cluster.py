@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.files import write_json
+from engine.noise import TELEMETRY_OFF
 from engine.protocol import GameError
 from flows.stage_io import DASK_ENV, http_ok, tcp_ok
 
@@ -115,9 +116,7 @@ def _base_env(state: dict[str, Any]) -> dict[str, str]:
         env.pop(key, None)  # another cluster's or a shell's: never this cluster's
     env.update(
         {
-            "DO_NOT_TRACK": "1",
-            "MLFLOW_DISABLE_TELEMETRY": "1",
-            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            **TELEMETRY_OFF,
             "PREFECT_HOME": str(Path(state["state_dir"]) / "prefect"),
             DATA_ROOT_ENV: state["data_root"],
             "PYTHONPATH": os.pathsep.join(

@@ -51,15 +51,9 @@ def _stage_settings(context: typer.Context) -> None:
 def quiet_defaults(env: Mapping[str, str]) -> dict[str, str]:
     """The variables `quiet` would add to `env` (those it lacks): the stage host applies them to
     a caller's environment to compare it with its own, so the caller need not import anything."""
-    from engine.noise import verbose
+    from engine.noise import TELEMETRY_OFF, verbose
 
-    defaults = {
-        "DO_NOT_TRACK": "1",
-        "MLFLOW_DISABLE_TELEMETRY": "1",
-        "DVC_NO_ANALYTICS": "1",
-        "GX_ANALYTICS_ENABLED": "false",
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    }
+    defaults = dict(TELEMETRY_OFF)
     if not verbose(env):  # TensorFlow's log: engine.noise.import_tensorflow
         defaults["PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"] = "WARNING"
     return {key: value for key, value in defaults.items() if key not in env}

@@ -4,12 +4,10 @@ import os
 import socket
 from collections.abc import Iterator
 
+from engine.noise import TELEMETRY_OFF
+
 for key, value in {
-    "DO_NOT_TRACK": "1",
-    "MLFLOW_DISABLE_TELEMETRY": "1",
-    "DVC_NO_ANALYTICS": "1",
-    "GX_ANALYTICS_ENABLED": "false",
-    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",  # the test servers' telemetry heartbeat
+    **TELEMETRY_OFF,  # the test servers' heartbeats too
     # a Prefect server started by a stage waits longer on two busy cores than the default 20 s
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
 }.items():

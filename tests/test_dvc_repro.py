@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from engine.noise import TELEMETRY_OFF
 from flows.stage_host import start_host, wait_ready
 
 REPO = Path(__file__).resolve().parent.parent
@@ -138,12 +139,8 @@ def repo(tmp_path_factory, prefect_api):
     git(root, "commit", "-q", "-m", "tiny profile")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "PREFECT_", "DVC_"))}
     env.update(
+        TELEMETRY_OFF,
         PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
-        DVC_NO_ANALYTICS="1",
-        DO_NOT_TRACK="1",
-        MLFLOW_DISABLE_TELEMETRY="1",
-        GX_ANALYTICS_ENABLED="false",
-        PREFECT_SERVER_ANALYTICS_ENABLED="false",
         GRIDBOTS_MODEL_CACHE=str(root.parent / "model-cache"),  # outside the repository
     )
     env["PREFECT_API_URL"] = prefect_api  # one server for every stage
