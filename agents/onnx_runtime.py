@@ -23,10 +23,10 @@ _PROBE_LOCK = threading.Lock()
 #: them, the spinning threads take the CPU its event loop needs to hand over the next request
 #: (Connect 4 PUCT at ms=10 over HTTP: ~21 ms median with spinning, ~14.5 without, 2 cores)
 SPINNING = {"on": True}
-#: cuDNN picks convolution algorithms from its heuristics instead of timing every candidate
-#: (onnxruntime's default, EXHAUSTIVE) at each new input shape: batched search feeds a different
-#: batch size at nearly every call as self-play games end, and each new shape's timing costs far
-#: more than the calls it would speed up
+#: cuDNN picks convolution algorithms from its heuristics instead of timing every candidate at
+#: each new input shape (onnxruntime's default, EXHAUSTIVE): batched search feeds a new batch
+#: size at nearly every call as self-play games end. The GPU figures of benchmarks/README.md were
+#: measured with this setting; the default was not timed against it
 CUDA_OPTIONS = {"cudnn_conv_algo_search": "HEURISTIC"}
 
 
