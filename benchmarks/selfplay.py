@@ -55,8 +55,11 @@ def run(game, model: Path, games: int, settings: SelfPlaySettings, threads: int)
         recorded += len(decisions)
     seconds = time.perf_counter() - started
     net = agent.net
-    line = f"{games} games, {settings.parallel} in flight: {seconds:.1f} s, "
-    print(line + f"{recorded / seconds:.1f} positions/s, {net.calls} calls", file=sys.stderr)
+    print(
+        f"{games} games, {settings.parallel} in flight: {seconds:.1f} s, "
+        f"{recorded / seconds:.1f} positions/s, {net.calls} calls",
+        file=sys.stderr,
+    )
     sizes = np.repeat(list(net.batch_histogram), list(net.batch_histogram.values()))
     return {
         "games": games,
