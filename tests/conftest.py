@@ -35,24 +35,21 @@ settings.register_profile(
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 #: wall seconds of the modules that take longest (a cold run as CI runs it: a clean clone,
-#: 2 cores, 2026-11-27, summed per module). xdist keeps a module on one worker (`--dist
-#: loadscope`) and, with `--no-loadscope-reorder`, hands modules out in collection order: longest
-#: first, so the last module to start is a short one and neither worker runs alone at the end.
-#: Unlisted modules (a few seconds each) keep their order after these. Refresh when a module
-#: grows a lot.
+#: 2 cores, 2026-11-28, setup + call + teardown summed per module). xdist keeps a module on one
+#: worker (`--dist loadscope`) and, with `--no-loadscope-reorder`, hands modules out in
+#: collection order: longest first, so the last module to start is a short one and neither
+#: worker runs alone at the end. Unlisted modules (a few seconds each) keep their order after
+#: these. Refresh when a module grows a lot.
 MODULE_SECONDS = {
-    "test_dvc_repro.py": 346, "test_playerzero_loop.py": 210, "test_cluster.py": 162,
-    "test_pipeline.py": 108, "test_stage_host.py": 75, "test_protocol.py": 68, "test_cli.py": 54,
-    "test_promotion_trained.py": 51, "test_thorough.py": 47, "test_hps.py": 44,
-    "test_validate_corruptions.py": 40, "test_repro_signals.py": 38, "test_value_mlp.py": 32,
-    "test_stage_train_resume.py": 30, "test_sealed_bots.py": 25, "test_td.py": 25,
-    "test_stage_resume.py": 24, "test_readme.py": 21, "test_web_browser.py": 20,
-    "test_c4bench.py": 18, "test_territory.py": 18, "test_lstm.py": 18, "test_scaffold.py": 18,
-    "test_puct.py": 17, "test_match.py": 17, "test_human_play.py": 16, "test_play_cli.py": 16,
-    "test_validate.py": 16, "test_generate_cli.py": 16, "test_playerzero.py": 15,
-    "test_store.py": 13, "test_simab.py": 10, "test_onnx_eval.py": 10, "test_alphabeta.py": 10,
-    "test_core_extras.py": 9, "test_c4solver.py": 7, "test_study_minimax.py": 7,
-    "test_noise.py": 7, "test_tracking.py": 6,
+    "test_dvc_repro.py": 160, "test_playerzero_loop.py": 114, "test_cluster.py": 83,
+    "test_pipeline.py": 59, "test_thorough.py": 38, "test_protocol.py": 37, "test_cli.py": 34,
+    "test_stage_host.py": 33, "test_hps.py": 27, "test_promotion_trained.py": 24,
+    "test_validate_corruptions.py": 21, "test_sealed_bots.py": 20, "test_web_browser.py": 13,
+    "test_value_mlp.py": 13, "test_readme.py": 12, "test_human_play.py": 12,
+    "test_territory.py": 11, "test_td.py": 11, "test_stage_train_resume.py": 10,
+    "test_lstm.py": 10, "test_play_cli.py": 9, "test_validate.py": 9, "test_puct.py": 9,
+    "test_scaffold.py": 8, "test_playerzero.py": 8, "test_match.py": 7, "test_store.py": 7,
+    "test_c4bench.py": 7, "test_stage_resume.py": 7, "test_alphabeta.py": 6,
 }  # fmt: skip
 
 
