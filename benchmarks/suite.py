@@ -54,7 +54,8 @@ def run_suite(clone: Path, name: str) -> dict:
         tail.append(line)
     process.wait()
     wall, cpu = time.perf_counter() - start, children_cpu() - cpu
-    summary = next((t for t in reversed(tail) if re.search(r" in [\d.]+s", t)), "")
+    final = re.compile(r"\d+ (passed|failed|errors?)\b.* in [\d.]+s")  # pytest's last line
+    summary = next((t for t in reversed(tail) if final.search(t)), "")
     counts = {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|errors?|skipped)", summary)}
     pytest_s = re.search(r" in ([\d.]+)s", summary)
     return {
