@@ -8,7 +8,10 @@ is labelled with the player's action in round k. Training takes every position o
 playing predicts the label of the last one. In a turn-based game the player acts in the last
 round when it has not acted in it yet (that round is then not observed: the folding puts the
 player's action into it, so the opponent's latest move of the same round is the guards'
-business, exactly as it is unseen in training); otherwise in a new round.
+business, exactly as it is unseen in training); otherwise in a new round. A model trained on
+one-move rounds (`gridbots encode --plies`, recorded as `gridbots.plies` in its metadata) sees
+every move before its own: its history is folded the same way and the next move is always a new
+round.
 
 Agents never import TensorFlow: ONNX models run on onnxruntime, HMMs are JSON parameters
 decoded by hmmlearn, CRFs are CRFsuite files tagged by pycrfsuite. The guards of `random`
@@ -62,17 +65,22 @@ def step_matrix(game: Game, state: State) -> np.ndarray:
     return np.array(rows, dtype=np.int64).reshape(-1, p)
 
 
-def history_rounds(game: Game, state: State) -> np.ndarray:
-    """[rounds, num_players] of the history, folded as the dataset encoders fold sequences."""
+def history_rounds(game: Game, state: State, plies: bool = False) -> np.ndarray:
+    """[rounds, num_players] of the history, folded as the dataset encoders fold sequences
+    (`plies`: one round per move, as `gridbots encode --plies`)."""
     steps = step_matrix(game, state)
     offsets = np.array([0, steps.size], dtype=np.int64)
-    rounds, counts = rounds_from_steps(steps.ravel(), offsets, game, max(len(steps), 1))
+    fold = False if plies else None
+    rounds, counts = rounds_from_steps(steps.ravel(), offsets, game, max(len(steps), 1), fold)
     return rounds[0, : int(counts[0])].astype(np.int64)
 
 
-def decision_context(rounds: np.ndarray, player: int, simultaneous: bool, neutral: int):
-    """The rounds a model observes before `player`'s next action (see the module docstring)."""
-    if not simultaneous and len(rounds) and rounds[-1, player] == neutral:
+def decision_context(
+    rounds: np.ndarray, player: int, simultaneous: bool, neutral: int, plies: bool = False
+):
+    """The rounds a model observes before `player`'s next action (see the module docstring);
+    with `plies` every move is a round, so the next move is always a new one."""
+    if not plies and not simultaneous and len(rounds) and rounds[-1, player] == neutral:
         return rounds[:-1]
     return rounds
 
@@ -101,6 +109,7 @@ class Predictor:
 
     game_spec = ""
     log_scores = False  # the scores are log-probabilities
+    plies = False  # trained on one round per move (`gridbots encode --plies`)
 
     def scores(self, context: np.ndarray, player: int) -> np.ndarray:
         raise NotImplementedError
@@ -128,6 +137,7 @@ class HmmPredictor(Predictor):
             if data.get("format") != "gridbots-hmm":
                 raise ValueError("format is not gridbots-hmm")
             self.game_spec = data["metadata"]["gridbots.game"]
+            self.plies = data["metadata"].get("gridbots.plies") == "1"
             self.num_actions = int(data["num_actions"])
             self.symbols = {  # entries 0 and 1 name the unknown and start symbols
                 tuple(int(a) for a in r): i
@@ -257,6 +267,7 @@ class CrfPredictor(Predictor):
             side = _read_json(side_path, "CRF sidecar")
             try:
                 self.game_spec = side["metadata"]["gridbots.game"]
+                self.plies = side["metadata"].get("gridbots.plies") == "1"
                 self.variant, self.window = int(side["variant"]), int(side["window"])
                 self.seats = [int(seat) for seat in side["seats"]]
             except (KeyError, TypeError, ValueError) as problem:
@@ -299,6 +310,7 @@ class OnnxSequencePredictor(Predictor):
 
         self.session, meta = (session, meta) if session is not None else open_session(path)
         self.game_spec = meta.get("gridbots.game", "")
+        self.plies = meta.get("gridbots.plies") == "1"
         self.encoding = meta.get("gridbots.encoding", "qualitative")
         if self.encoding not in ("quantitative", "qualitative"):
             raise AgentError(f"seq: {path}: encoding {self.encoding!r} is not a sequence encoding")
@@ -450,9 +462,10 @@ class SeqAgent(Agent):
 
     def scores(self, state: State, player: int, moves: np.ndarray) -> np.ndarray:
         """The model's score of each of `moves` (NaN read as -inf)."""
-        rounds = history_rounds(self.game, state)
+        plies = self.predictor.plies
+        rounds = history_rounds(self.game, state, plies)
         g = self.game
-        context = decision_context(rounds, player, g.simultaneous, g.neutral_action)
+        context = decision_context(rounds, player, g.simultaneous, g.neutral_action, plies)
         scores = np.asarray(self.predictor.scores(context, player), dtype=np.float64)[moves]
         return np.nan_to_num(scores, nan=-np.inf)
 

@@ -94,12 +94,20 @@ def _row_info(table: pa.Table) -> dict[str, np.ndarray]:
     }
 
 
-def quantitative(sequences: Any, game, length: int | None = None) -> dict[str, np.ndarray]:
+def quantitative(
+    sequences: Any, game, length: int | None = None, plies: bool = False
+) -> dict[str, np.ndarray]:
     """Per round the vector of every player's actions as numbers: `inputs` are rounds 0..T-1,
-    `targets` rounds 1..T (the next round to predict), both [n, T, num_players]."""
+    `targets` rounds 1..T (the next round to predict), both [n, T, num_players].
+
+    `plies` (turn-based games): every move is a round of its own, so a model deciding for any
+    seat has seen every move before it. The study's folding hides the first mover's latest move
+    from the second seat (both share a round), which costs the second seat dearly."""
     table = arrow(sequences)
-    length = length or sequence_length(game)
-    rounds, counts = action_rounds(table, game, length + 1)
+    if plies and game.simultaneous:
+        raise DataError(f"plies apply to turn-based games; {game.name} plays simultaneous laps")
+    length = length or (int(game.max_game_length) if plies else sequence_length(game))
+    rounds, counts = action_rounds(table, game, length + 1, False if plies else None)
     return {
         "inputs": rounds[:, :length],
         "targets": rounds[:, 1:],
@@ -108,9 +116,11 @@ def quantitative(sequences: Any, game, length: int | None = None) -> dict[str, n
     }
 
 
-def qualitative(sequences: Any, game, length: int | None = None) -> dict[str, np.ndarray]:
+def qualitative(
+    sequences: Any, game, length: int | None = None, plies: bool = False
+) -> dict[str, np.ndarray]:
     """`quantitative` with every action one-hot: [n, T, P * (num_actions + 1)] int8."""
-    arrays = quantitative(sequences, game, length)
+    arrays = quantitative(sequences, game, length, plies)
     for key in ("inputs", "targets"):
         arrays[key] = one_hot_actions(arrays[key], game.num_actions, game.neutral_action)
     return arrays

@@ -52,6 +52,14 @@ def encode(
     augment: Annotated[
         bool, typer.Option("--augment", help="Add every symmetric copy (planes).")
     ] = False,
+    plies: Annotated[
+        bool,
+        typer.Option(
+            "--plies",
+            help="One round per move, not per turn of every player "
+            "(sequences of turn-based games).",
+        ),
+    ] = False,
 ) -> None:
     """Encodes a dataset into arrays; the file records the encoding, game and shapes."""
     from features.encode import encode_dataset, save
@@ -66,6 +74,10 @@ def encode(
         if table != "sequences":
             raise DataError(f"--length applies to sequence encodings, not {encoding!r}")
         options["length"] = length
+    if plies:
+        if table != "sequences":
+            raise DataError(f"--plies applies to sequence encodings, not {encoding!r}")
+        options["plies"] = True
     if augment:
         if encoding != "planes":
             raise DataError(f"--augment applies to the planes encoding, not {encoding!r}")

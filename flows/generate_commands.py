@@ -34,6 +34,18 @@ def generate(
     shard_size: Annotated[
         int | None, typer.Option("--shard-size", help="Games per shard (about).")
     ] = None,
+    opening: Annotated[
+        int | None,
+        typer.Option(
+            "--opening",
+            min=0,
+            help="Random opening plies of every game (battle, "
+            "imitation; the scenario option of turn-based duels).",
+        ),
+    ] = None,
+    rotate: Annotated[
+        bool, typer.Option("--rotate", help="Imitation: game i seats the agents i places on.")
+    ] = False,
 ) -> None:
     """Generates (or resumes) a dataset: DIR/{games,sequences,positions}/part-*.parquet."""
     from features.store import generate_dataset, progress_bar
@@ -46,6 +58,8 @@ def generate(
         "games": games,
         "agents": agents or None,
         "shard_size": shard_size,
+        "scenario": None if opening is None else {"opening": opening},
+        "rotate": rotate or None,
     }
     with progress_bar(f"{technique} {game}") as progress:
         manifest = generate_dataset(

@@ -60,6 +60,17 @@ def family(name: str) -> ModuleType:
     return importlib.import_module(FAMILIES[name])
 
 
+#: rows a sequence family learns from: outcome > threshold (wins: the study's choice; all: every
+#: game, for data whose every move is worth imitating, such as an imitated searcher's)
+OUTCOMES = {"wins": 0.0, "draws+wins": -0.5, "all": float("-inf")}
+
+
+def sequence_framing(meta: dict[str, Any]) -> dict[str, int]:
+    """The framing a sequence model was trained on, for its metadata: agents must fold a
+    history the same way (`plies`: one round per move, `gridbots encode --plies`)."""
+    return {"plies": int(bool((meta.get("options") or {}).get("plies")))}
+
+
 def artifact_metadata(
     game: str, family_name: str, encoding: str, kind: str, **extra: Any
 ) -> dict[str, str]:

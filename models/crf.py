@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from models.base import ModelError, TrainingResult, artifact_metadata
-from models.hmm import OUTCOMES, accuracy, prepare
+from models.base import OUTCOMES, ModelError, TrainingResult, artifact_metadata, sequence_framing
+from models.hmm import accuracy, prepare
 
 ENCODINGS = ("quantitative", "qualitative")
 VARIANTS = {1: "quantitative", 2: "qualitative"}
@@ -160,7 +160,7 @@ def train(
     metadata = artifact_metadata(
         meta["game"], "crf", meta["encoding"], "sequence",
         variant=variant, window=params["window"], player=params["player"],
-        outcomes=params["outcomes"],
+        outcomes=params["outcomes"], **sequence_framing(meta),
     )  # fmt: skip
     sidecar = {
         "format": "gridbots-crf",

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from models.base import ModelError, TrainingResult, artifact_metadata
+from models.base import OUTCOMES, ModelError, TrainingResult, artifact_metadata, sequence_framing
 
 ENCODINGS = ("qualitative",)
 DEFAULTS: dict[str, Any] = {
@@ -39,7 +39,6 @@ DEFAULTS: dict[str, Any] = {
     "holdout": 0.2,  # share of games held out for the accuracy
     "seed": 0,
 }
-OUTCOMES = {"wins": 0.0, "draws+wins": -0.5, "all": -np.inf}  # outcome > threshold
 UNKNOWN, START = 0, 1
 
 
@@ -252,6 +251,7 @@ def train(
     metadata = artifact_metadata(
         meta["game"], "hmm", meta["encoding"], "sequence",
         player=params["player"], alpha=params["alpha"], outcomes=params["outcomes"],
+        **sequence_framing(meta),
     )  # fmt: skip
     path = save(body, metadata, Path(out_dir) / "model.json")
     return TrainingResult(

@@ -2,10 +2,11 @@
 
 No encoder-decoder bottleneck: every LSTM layer returns its whole sequence, so the history stays
 available up to the output layer (the study found summarising it into one context vector made
-bots that played illegal and suicidal moves). Training is sequence to sequence on winning
-sequences: rows of `player` (the learning seat) whose outcome > 0, with the input rounds
-0..T-1 and the targets rounds 1..T (features.encode already shifts them), so one game teaches
-every one of its steps.
+bots that played illegal and suicidal moves). Training is sequence to sequence on the rows of
+`player` (the learning seat) whose outcome passes `outcomes` (the study's: wins), with the
+input rounds 0..T-1 and the targets rounds 1..T (features.encode already shifts them), so one
+game teaches every one of its steps. On one-move rounds (`plies`) an every-seat model reads
+every game and weights each step by its mover's outcome instead (mover_passes).
 
 What the output represents, per step t of the input (rounds 0..t seen):
   loss `cce`: a softmax over num_actions + 1 classes for the learning seat's action in round
@@ -29,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from models.base import ModelError, TrainingResult, artifact_metadata
+from models.base import OUTCOMES, ModelError, TrainingResult, artifact_metadata, sequence_framing
 from models.export import (
     checked_params,
     epoch_reporter,
@@ -54,6 +55,7 @@ DEFAULTS: dict[str, Any] = {
     "learning_rate": 0.001,
     "length": 0,  # sequence length (rounds); 0: the encoding's (Connect 4 20, Lazerbike 112)
     "player": 0,  # the learning seat; -1: every seat (one softmax block each, loss cce)
+    "outcomes": "wins",  # rows to learn from (models.base.OUTCOMES): wins, draws+wins, all
     "holdout": 0.2,  # share of games held out
     "seed": 0,
 }
@@ -87,6 +89,8 @@ def _check(params: dict[str, Any]) -> None:
     for key in ("batch_size", "epochs", "dense_units"):
         if params[key] < 1:
             raise ModelError(f"lstm: {key}={params[key]} must be at least 1")
+    if params["outcomes"] not in OUTCOMES:
+        raise ModelError(f"lstm: outcomes={params['outcomes']!r}; known: {', '.join(OUTCOMES)}")
     if params["patience"] < 0:
         raise ModelError(f"lstm: patience={params['patience']} must be 0 (off) or more")
     cell_counts(params)
@@ -103,9 +107,23 @@ def learner_actions(arrays: dict[str, np.ndarray], meta: dict[str, Any], game, p
     return (targets if player < 0 else targets[..., player]).astype(np.int64)
 
 
+def mover_passes(arrays: dict[str, np.ndarray], rows: np.ndarray, actions: np.ndarray,
+                 threshold: float, neutral: int) -> np.ndarray:  # fmt: skip
+    """[n, T] 1 where the step's mover ended its game with outcome > threshold (0 where none
+    did), for every-seat models on one-move rounds: `outcomes` then picks whose moves to
+    imitate (the winner's in either seat), not which games."""
+    ids, index = np.unique(arrays["game_id"], return_inverse=True)
+    outcome = np.full((len(ids), actions.shape[-1]), -np.inf)
+    outcome[index, arrays["player"].astype(np.int64)] = arrays["outcome"]
+    passes = outcome[index[rows]] > threshold  # [n, P]
+    moved = actions != neutral  # [n, T, P]: one mover per step at most
+    return (moved & passes[:, None, :]).any(axis=-1).astype(np.float32)
+
+
 def prepare(arrays: dict[str, np.ndarray], meta: dict[str, Any], params: dict[str, Any]):
     """(game, inputs float32 [n, T, F], learner actions [n, T] ([n, T, P] for every seat), step
-    weights [n, T], game ids) of the winning rows of the learning seat (seat 0's for all)."""
+    weights [n, T], game ids) of the learning seat's rows whose outcome passes `outcomes`
+    (seat 0's rows for every seat; on one-move rounds every game, weighted by its movers)."""
     from engine import parse_game_spec
 
     if meta.get("encoding") not in ENCODINGS:
@@ -120,9 +138,16 @@ def prepare(arrays: dict[str, np.ndarray], meta: dict[str, Any], params: dict[st
         )
     if player < 0 and params["loss"] != "cce":
         raise ModelError("lstm: player=-1 (every seat) needs loss cce")
-    rows = (arrays["player"] == max(player, 0)) & (arrays["outcome"] > 0)
+    threshold = OUTCOMES[params["outcomes"]]
+    by_mover = player < 0 and bool(sequence_framing(meta)["plies"])
+    rows = arrays["player"] == max(player, 0)
+    if not by_mover:
+        rows &= arrays["outcome"] > threshold
     if rows.sum() < 2:
-        raise ModelError(f"lstm: only {int(rows.sum())} winning sequence(s) of seat {player}")
+        raise ModelError(
+            f"lstm: only {int(rows.sum())} sequence(s) of seat {max(player, 0)} with outcomes="
+            f"{params['outcomes']}"
+        )
     inputs = arrays["inputs"][rows]
     if inputs.ndim == 2:
         inputs = inputs[..., None]
@@ -132,6 +157,8 @@ def prepare(arrays: dict[str, np.ndarray], meta: dict[str, Any], params: dict[st
     actions = learner_actions({k: v[rows] for k, v in arrays.items()}, meta, game, player)
     steps = np.arange(length)[None, :]
     weights = (steps + 1 < arrays["rounds"][rows][:, None]).astype(np.float32)
+    if by_mover:
+        weights *= mover_passes(arrays, rows, actions, threshold, game.neutral_action)[:, :length]
     return (
         game,
         inputs[:, :length].astype(np.float32),
@@ -241,7 +268,7 @@ def train(
         meta["game"], "lstm", meta["encoding"], "sequence",
         player=params["player"], length=inputs.shape[1], loss=params["loss"],
         features=inputs.shape[2], neutral=neutral, num_actions=game.num_actions,
-        seats=seats,
+        seats=seats, outcomes=params["outcomes"], **sequence_framing(meta),
         output=("softmax over [neutral, action 0..A-1] of the seat's action in the next round"
                 + (", one block per seat" if seats > 1 else "")
                 if params["loss"] == "cce" else "the seat's action in the next round, a number"),

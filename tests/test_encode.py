@@ -74,6 +74,23 @@ def test_quantitative_connect4_folds_plies_into_rounds_and_shifts_targets():
     assert arrays["game_id"].tolist() == [7] and arrays["outcome"].tolist() == [-1.0]
 
 
+def test_plies_make_every_move_a_round_of_its_own():
+    c4 = load_game("connect4")
+    table = sequences_table([(7, 1, 3, [3, -1, -1, 3, 4, -1], -1.0)], 2)  # as above
+    arrays = enc.quantitative(table, c4, plies=True)
+    assert arrays["inputs"].shape == (1, 42, 2)  # the longest game in moves
+    assert arrays["inputs"][0, :4].tolist() == [[3, -1], [-1, 3], [4, -1], [-1, -1]]
+    assert arrays["targets"][0, :3].tolist() == [[-1, 3], [4, -1], [-1, -1]]
+    assert arrays["rounds"].tolist() == [3]
+    bits = enc.qualitative(table, c4, length=5, plies=True)
+    assert bits["inputs"].shape == (1, 5, 16)
+    decoded = enc.decode_one_hot_actions(bits["targets"], 2, c4.num_actions, -1)
+    assert decoded[0, :2].tolist() == [[-1, 3], [4, -1]]
+    with pytest.raises(enc.DataError, match="turn-based"):
+        enc.quantitative(sequences_table([(1, 0, 1, [1, 0], 1.0)], 2), load_game("lazerbike"),
+                         plies=True)  # fmt: skip
+
+
 def test_qualitative_connect4_matches_the_studys_example():
     c4 = load_game("connect4")
     table = sequences_table([(0, 0, 1, [5, -1], 1.0)], 2)  # round [5, -1]
@@ -297,6 +314,7 @@ def dataset(tmp_path_factory):
         ("quantitative", ".parquet", ["--length", "5"], "targets", (32, 5, 2)),
         ("planes", ".npz", ["--augment"], "planes", (16, 2, 6, 7)),
         ("board-onehot", ".parquet", [], "board", (8, 84)),
+        ("qualitative", ".npz", ["--plies"], "inputs", (32, 42, 16)),
     ],
 )
 def test_encode_command_writes_arrays_with_shapes(
@@ -310,8 +328,10 @@ def test_encode_command_writes_arrays_with_shapes(
     direct, _ = enc.encode_dataset(
         dataset,
         encoding,
-        **({"length": 5} if "--length" in extra else {"augment": True} if extra else {}),
-    )
+        **{"--length": {"length": 5}, "--augment": {"augment": True},
+           "--plies": {"plies": True}}.get(extra[0] if extra else "", {}),
+    )  # fmt: skip
+    assert meta["options"] == ({"plies": True} if "--plies" in extra else meta["options"])
     for name, values in direct.items():
         assert np.array_equal(arrays[name], values, equal_nan=values.dtype.kind == "f"), name
 
@@ -323,8 +343,10 @@ def test_encode_bad_input_is_one_line_exit_2(dataset, tmp_path, capsys):
         main(["encode", str(dataset), "--encoding", "planes", "--length", "3", "--out", out]) == 2
     )
     assert main(["encode", str(tmp_path / "none"), "--encoding", "planes", "--out", out]) == 2
+    assert main(["encode", str(dataset), "--encoding", "planes", "--plies", "--out", out]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 3 and "unknown encoding 'morse'" in err[0]
+    assert len(err) == 4 and "unknown encoding 'morse'" in err[0]
+    assert "--plies applies to sequence encodings" in err[3]
 
 
 def test_encoded_file_records_the_dataset_content_hash(dataset):

@@ -37,6 +37,8 @@ def test_thorough_through_the_cli(tmp_path, capsys):
         (["randomized", "--w", "1.5"], "W = 1.5 cannot work"),
         (["randomized", "--w", "-0.1"], "W = -0.1 cannot work"),
         (["randomized", "--agents", "random"], "does not use --agents"),
+        (["randomized", "--opening", "2"], "does not use --opening"),
+        (["battle", "--rotate"], "does not use --rotate"),
         (["bogus"], "unknown technique 'bogus'"),
         (["thorough", "--y", "40"], "too deep"),
     ],
@@ -46,6 +48,18 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, extra, message):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_imitation_with_an_opening_and_rotated_seats(tmp_path, capsys):
+    from features.store import load_dataset
+
+    out = tmp_path / "i"
+    argv = ["generate", "connect4", "imitation", "--out", str(out), "--x", "4", "--w", "0",
+            "--opening", "2", "--rotate", "--agents", "alphabeta:depth=2,random"]  # fmt: skip
+    assert main(argv) == 0
+    games = load_dataset(out, "games").to_pylist()
+    assert [g["agents"][0] for g in games] == ["alphabeta:depth=2", "random"] * 2
+    assert {g["scenario"] for g in games} == {'{"opening": 2}'}
 
 
 def test_other_command_on_existing_dataset_is_refused(tmp_path, capsys):

@@ -40,13 +40,15 @@ def copycat_moves(state) -> int:
 
 
 @functools.cache
-def copycat_games(count: int = 160) -> tuple[pa.Table, pa.Table]:
-    """(games, sequences) of Copycat (seat 0) against seeded random play, as a dataset holds."""
+def copycat_games(count: int = 160, seat: int = 0) -> tuple[pa.Table, pa.Table]:
+    """(games, sequences) of Copycat (in `seat`) against seeded random play, as a dataset
+    holds them."""
     game = load_game("connect4")
     table = GameTable(game, "imitation", 0)
     for i in range(count):
-        state = play_game(game, [Copycat(game, "copycat"), make("random", game, seed=i)], seed=i)
-        table.add(state.history(), state.returns(), i, {}, ["copycat", "random"])
+        seats = [Copycat(game, "copycat"), make("random", game, seed=i)][:: 1 - 2 * seat]
+        state = play_game(game, seats, seed=i)
+        table.add(state.history(), state.returns(), i, {}, [a.spec for a in seats])
     return table.tables()
 
 
@@ -56,14 +58,14 @@ def copycat_arrays(encoding: str, count: int = 160) -> tuple[dict, dict]:
     return arrays, {"encoding": encoding, "game": game.spec()}
 
 
-def agreement(agent, seeds, game) -> float:
-    """Share of the agent's moves as seat 0 (against random) that Copycat would have played."""
+def agreement(agent, seeds, game, seat: int = 0) -> float:
+    """Share of the agent's moves in `seat` (against random) that Copycat would have played."""
     same = total = 0
     for seed in seeds:
         state = game.new_initial_state(seed=seed)
         opponent = make("random", game, seed=seed)
         while not state.is_terminal():
-            if state.current_player() == 0:
+            if state.current_player() == seat:
                 move = agent.step(state)
                 same += move == copycat_moves(state)
                 total += 1
@@ -134,6 +136,21 @@ def test_reproduces_the_copying_bot_far_above_chance(tmp_path):
     assert agreement(agent, range(500, 510), game) > 0.8
 
 
+def test_second_seat_copier_is_learned_from_one_move_rounds(tmp_path):
+    """Copycat as seat 1 answers the move seat 0 has just played, which the study's folding
+    shows only after seat 1 acts: on one-move rounds the HMM sees it, and says so in its
+    metadata so that `seq:` folds histories the same way."""
+    game = load_game("connect4")
+    arrays = enc.qualitative(copycat_games(seat=1)[1], game, plies=True)
+    meta = {"encoding": "qualitative", "game": "connect4", "options": {"plies": True}}
+    result = hmm.train(arrays, meta, {"player": 1, "outcomes": "all"}, tmp_path)
+    document = json.loads(result.artifact.read_text())
+    assert document["metadata"]["gridbots.plies"] == "1"
+    agent = make(f"seq:model={result.artifact},guards=none", game, seed=1)
+    assert agent.predictor.plies
+    assert agreement(agent, range(500, 506), game, seat=1) > 0.8
+
+
 def test_json_round_trip_and_decoding(tmp_path):
     arrays, meta = copycat_arrays("qualitative")
     result = hmm.train(arrays, meta, {"player": 0, "outcomes": "all", "alpha": 0.5}, tmp_path)
@@ -141,6 +158,7 @@ def test_json_round_trip_and_decoding(tmp_path):
     assert document["metadata"]["gridbots.family"] == "hmm"
     assert document["metadata"]["gridbots.kind"] == "sequence"
     assert document["metadata"]["gridbots.game"] == "connect4"
+    assert document["metadata"]["gridbots.plies"] == "0"  # the study's folding
     assert document["symbols"][:2] == ["<unknown>", "<start>"]
     loaded = hmm.load(result.artifact)
     predictor = loaded["predictor"]

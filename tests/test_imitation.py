@@ -90,10 +90,29 @@ def test_same_seed_same_rows_and_a_simultaneous_game(connect4):
     ]
 
 
+def test_rotate_seats_each_agent_in_every_seat_in_turn(connect4):
+    specs = ["alphabeta:depth=2", "random:guards=win"]
+    params = {"x": 4, "y": 1, "w": 0.0, "agents": specs, "rotate": True}
+    tables = imitation.generate_shard(connect4, params, 4, 0, 0)
+    games = tables["games"].to_pylist()
+    assert [g["agents"] for g in games] == [specs, specs[::-1]] * 2
+    for unit, g in enumerate(games):
+        scenario_seed, agent_seed, _ = game_seeds(4, unit, 3)
+        order = specs if unit % 2 == 0 else specs[::-1]
+        seats = [make(spec, connect4, seed=agent_seed + i) for i, spec in enumerate(order)]
+        assert play_game(connect4, seats, seed=scenario_seed).history() == g["history"]
+    # the learner (seat 0's agent) moves with its agent: its positions are the other seat's
+    by_game = {g["game_id"]: unit % 2 for unit, g in enumerate(games)}
+    positions = tables["positions"].to_pylist()
+    assert {(p["game_id"], p["player"]) for p in positions} == set(by_game.items())
+    assert imitation.seating(["a", "b", "c"], 0, 4) == (["c", "a", "b"], 1)
+
+
 @pytest.mark.parametrize(
     "params",
-    [{"w": 1.5}, {"w": -0.1}, {"w": "often"}, {"y": 0}, {"k": 2}, {"agents": ["bogus:x=1"]}],
-)
+    [{"w": 1.5}, {"w": -0.1}, {"w": "often"}, {"y": 0}, {"k": 2}, {"agents": ["bogus:x=1"]},
+     {"rotate": "yes"}],
+)  # fmt: skip
 def test_bad_params_are_data_errors(connect4, params):
     with pytest.raises(DataError):
         imitation.validate_params(connect4, params)

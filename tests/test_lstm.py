@@ -112,6 +112,30 @@ def test_step_weights_ignore_padding():
     assert lstm.accuracy(np.full((2, 20), 3), actions, weights, -1) == 1.0
 
 
+def test_every_seat_on_plies_imitates_the_winners_moves():
+    """One-move rounds, every seat: `outcomes` weights each step by its mover's result, so the
+    winner's moves are learned in either seat and the loser's carry no weight."""
+    import pyarrow as pa
+
+    from features.schema import SEQUENCES
+
+    c4 = load_game("connect4")
+    moves = [3, -1, -1, 2, 3, -1, -1, 2, 3, -1]  # P0 3, P1 2, P0 3, P1 2, P0 3; seat 1 won
+    rows = [{"game_id": g, "player": p, "num_players": 2, "length": 5, "outcome": o,
+             "actions": moves} for g in (5, 6) for p, o in ((0, -1.0), (1, 1.0))]  # fmt: skip
+    arrays = enc.quantitative(pa.Table.from_pylist(rows, schema=SEQUENCES), c4, plies=True)
+    meta = {"encoding": "quantitative", "game": "connect4", "options": {"plies": True}}
+    every = {**lstm.DEFAULTS, "player": -1}
+    _, inputs, actions, weights, ids = lstm.prepare(arrays, meta, every)
+    assert ids.tolist() == [5, 6] and inputs.shape == (2, 42, 2)  # each game once (seat 0's row)
+    assert actions[0, :4].tolist() == [[-1, 2], [3, -1], [-1, 2], [3, -1]]  # targets: plies 1-4
+    assert weights[0, :5].tolist() == [1, 0, 1, 0, 0]  # seat 1's two moves; the end is padding
+    _, _, _, weights, _ = lstm.prepare(arrays, meta, {**every, "outcomes": "all"})
+    assert weights[0, :5].tolist() == [1, 1, 1, 1, 0]
+    with pytest.raises(ModelError, match="outcomes=wins"):  # seat 0 has no winning row
+        lstm.prepare(arrays, {**meta, "options": {}}, every)
+
+
 @pytest.mark.parametrize(
     "params, meta, message",
     [
@@ -121,6 +145,7 @@ def test_step_weights_ignore_padding():
         ({"dense": 2}, {"encoding": "quantitative", "game": "connect4"}, "0 or 1"),
         ({"loss": "hinge"}, {"encoding": "quantitative", "game": "connect4"}, "cce or mse"),
         ({"cels": 9}, {"encoding": "quantitative", "game": "connect4"}, "unknown"),
+        ({"outcomes": "most"}, {"encoding": "quantitative", "game": "connect4"}, "wins"),
     ],
 )
 def test_bad_configurations_are_model_errors(params, meta, message, tmp_path):

@@ -120,6 +120,34 @@ def test_onnx_copying_net_reproduces_the_copycat(tmp_path):
     assert agent.predictor.scores(np.array([[1, 1]] * 25 + [[1, 4]]), 0).argmax() == 4
 
 
+def test_history_and_context_on_one_move_rounds():
+    game = load_game("connect4")
+    state = game.state_from_history([3, 4, 2])
+    rounds = history_rounds(game, state, plies=True)
+    assert rounds.tolist() == [[3, -1], [-1, 4], [2, -1]]
+    assert history_rounds(game, state).tolist() == [[3, 4], [2, -1]]  # the study's folding
+    # seat 1 to move: the folded context hides seat 0's latest move, one-move rounds keep it
+    assert decision_context(history_rounds(game, state), 1, False, -1).tolist() == [[3, 4]]
+    assert decision_context(rounds, 1, False, -1, plies=True).tolist() == rounds.tolist()
+
+
+def test_trained_lstm_on_one_move_rounds_answers_the_move_just_played(tmp_path):
+    """Copycat in the second seat answers the column seat 0 has just played: a move the
+    study's folding never shows seat 1 before it acts. An every-seat LSTM trained on one-move
+    rounds (`gridbots encode --plies`) sees it and copies it as seat 1."""
+    from models import lstm
+
+    game = load_game("connect4")
+    arrays = enc.qualitative(copycat_games(300, seat=1)[1], game, plies=True)
+    meta = {"encoding": "qualitative", "game": "connect4", "options": {"plies": True}}
+    params = {"player": -1, "outcomes": "all", "cells": 32, "dense_units": 32, "batch_size": 32,
+              "learning_rate": 0.01, "epochs": 6}  # fmt: skip
+    result = lstm.train(arrays, meta, params, tmp_path / "model")
+    agent = make(f"seq:model={result.artifact},guards=none", game, seed=3)
+    assert agent.predictor.plies
+    assert agreement(agent, range(900, 906), game, seat=1) > 0.9
+
+
 def test_never_an_illegal_move_in_either_game(tmp_path):
     game = load_game("connect4")
     arrays = enc.qualitative(copycat_games()[1], game)

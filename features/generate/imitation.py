@@ -3,10 +3,11 @@
 The study's technique (Part III §11.4): every seat, the learning player's too, is an agent spec
 (`agents`); at every step the agent to move chooses, and with probability `w` one extra random
 action (a different legal one) is explored as well, on a copy of the game that continues with
-the same agents. Branches are explored depth-first until `y` terminal states are reached (and,
-optionally, `z` wins of the learning player, within `budget` terminal states), exactly as in
-battle; with w = 0 every game is a single line, so a shard holds exactly X games. At a
-simultaneous step the detour gives one random seat that can act a different random action.
+the same agents (`rotate`: each game seats them one place further round the table, so every
+agent plays every seat). Branches are explored depth-first until `y` terminal states are
+reached (and, optionally, `z` wins of the learning player, within `budget` terminal states),
+exactly as in battle; with w = 0 every game is a single line, so a shard holds exactly X games.
+At a simultaneous step the detour gives one random seat that can act a different random action.
 
 Rows follow battle: each terminal state is a game; the learning player's decision points are
 positions, scored by the mean outcome per explored action.
@@ -50,6 +51,7 @@ PARAMS: dict[str, Any] = {
     "agents": [DEFAULT_OPPONENT],  # one spec for every seat, or one per seat
     "budget": 200,  # terminal states after which a game is given up
     "scenario": {},  # scenario options of every game
+    "rotate": False,  # game i seats the agents (and the learner) i places further round the table
 }
 
 
@@ -92,7 +94,17 @@ class ImitationExplorer(Explorer):
 def validate_params(game: Game, params: dict[str, Any]) -> dict[str, Any]:
     p = check_common(game, merge_params("imitation", PARAMS, params, DataError), "imitation")
     p["w"] = checked_number("imitation", p, "w", float, 0.0, 1.0, DataError)
+    if not isinstance(p["rotate"], bool):
+        raise DataError(f"imitation: rotate={p['rotate']!r} must be true or false")
     return p
+
+
+def seating(specs: list[str], learner: int, turn: int) -> tuple[list[str], int]:
+    """(seat specs, learning seat) of a game whose agents sit `turn` places further round the
+    table: with two agents every other game swaps sides, as matches do."""
+    n = len(specs)
+    shift = turn % n
+    return [specs[(seat - shift) % n] for seat in range(n)], (learner + shift) % n
 
 
 def generate_shard(
@@ -107,11 +119,12 @@ def generate_shard(
     for unit in range(first, first + count):
         scenario_seed, agent_seed, explore_seed = game_seeds(seed, unit, 3)
         start = game.new_initial_state(seed=scenario_seed, **p["scenario"])
+        specs, learner = seating(list(p["agents"]), p["player"], unit if p["rotate"] else 0)
         explorer = ImitationExplorer(
             game,
-            p["player"],
-            build_agents(game, p["agents"], agent_seed),
-            list(p["agents"]),
+            learner,
+            build_agents(game, specs, agent_seed),
+            specs,
             np.random.default_rng(explore_seed),
             games,
             positions,
