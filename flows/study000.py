@@ -184,7 +184,9 @@ def write_study000(root: Path, params: dict[str, Any], out_md: Path, out_dir: Pa
         "study's figures come from 10,000 games per pairing, ours from the games shown. "
         "The study's random AI is guarded (Connect 4: wins and blocks when it can; Lazerbike: "
         "never suicidal): ours is `random:guards=win+block` / `random:guards=safe`. The 95% "
-        "interval counts distinct games: deterministic pairs replay each seeded opening.",
+        "interval counts distinct games: deterministic pairs replay each seeded opening. "
+        "What the study's model 7 learns, and stronger sequence bots: "
+        "`reports/sequence-models.md`.",
     ]
     for game, tables in STUDY.items():
         labels = params.get(game, {}).get("study000") or {}
