@@ -276,6 +276,32 @@ def test_dask_cluster_gives_the_rows_of_a_local_run(chain, tmp_path):
     assert here.to_pylist() == there.to_pylist()
 
 
+def test_tournament_in_local_processes_gives_the_rows_of_the_threads(chain, tmp_path, monkeypatch):
+    """Without a cluster a large tournament plays its pairings in spawned processes (threads
+    share the GIL): the same rows as the threaded run of the module's chain."""
+    import concurrent.futures
+
+    from flows import stage_io
+
+    submitted: list[str] = []
+
+    class Recording(concurrent.futures.ProcessPoolExecutor):
+        def submit(self, fn, /, *args, **kwargs):
+            submitted.append(fn.__name__)
+            return super().submit(fn, *args, **kwargs)
+
+    root, params, _ = chain
+    shutil.copytree(root / "exports", tmp_path / "exports")
+    monkeypatch.setattr(stage_io, "MIN_POOL_GAMES", 1)
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Recording)
+    pipeline.evaluate_flow(tmp_path, params, "connect4")
+    assert submitted and set(submitted) == {"play_job"} and stage_io._LOCAL_POOL is None
+    columns = ["pairing", "game", "history", "score_a"]
+    here = pq.read_table(root / "evaluation/connect4/games.parquet", columns=columns)
+    there = pq.read_table(tmp_path / "evaluation/connect4/games.parquet", columns=columns)
+    assert here.to_pylist() == there.to_pylist()
+
+
 def test_a_training_stage_and_a_registry_move_print_nothing_on_stderr(chain):
     """Quiet by default (engine.noise): a training stage (TensorFlow on a CPU-only machine,
     Prefect, MLflow) run as dvc runs it, then a move by the model it registered."""

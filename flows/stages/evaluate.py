@@ -15,6 +15,7 @@ from flows.stage_io import (
     StageError,
     atomic_dir,
     fan_out,
+    local_processes,
     task_runner,
     write_json,
 )
@@ -60,7 +61,10 @@ def evaluate_flow(root: Path, params: dict, game: str, dask: str | None = None):
     runner = task_runner(params, dask)
     puzzle = parse_game_spec(params[game]["spec"]).kind == "puzzle"
     chosen = _evaluate_puzzle if puzzle else _evaluate
-    return chosen.with_options(task_runner=runner)(root, params, game)
+    settings = params[game]["evaluate"]
+    pairings = len(settings.get("pairings") or settings["baselines"]) or 1  # at least
+    with local_processes(params, dask, int(settings["games"]) * pairings):
+        return chosen.with_options(task_runner=runner)(root, params, game)
 
 
 def relabel(rows: list[dict], labels: dict[str, str]) -> list[dict]:
