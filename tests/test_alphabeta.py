@@ -100,6 +100,24 @@ def test_fixed_depth_is_plain_minimax_value_and_move(name, depth, plies):
         assert result.move == first_best, (state.history(), result, values)
 
 
+def test_table_is_sized_to_the_search_and_never_changes_a_fixed_depth_move(connect4):
+    """A fresh agent per game clears its whole table: a 2-ply search gets 2**10 entries, not
+    2**20; a tiny table (heavy collisions) still plays the moves of the full one."""
+    from agents.alphabeta import table_size
+
+    assert [table_size(7, d) for d in (0, 2, 4, 6, 9)] == [20, 10, 14, 19, 20]
+    assert make("alphabeta:depth=2", connect4).core.tt[0].shape == (1 << 10,)
+    assert make("alphabeta:ms=5", connect4).core.tt[0].shape == (1 << 20,)
+    small = make("alphabeta:depth=5,tt=4", connect4)
+    full = make("alphabeta:depth=5,tt=20", connect4)
+    for seed in range(6):
+        state = connect4.new_initial_state(seed=seed, opening=4)
+        while not state.is_terminal():
+            move = small.step(state)
+            assert move == full.step(state), state.history()
+            state.apply_action(move)
+
+
 def test_respects_time_and_node_budget(connect4):
     agent = make("alphabeta:ms=30", connect4)
     state = connect4.new_initial_state()
@@ -143,6 +161,7 @@ class NoHeuristic(Connect4):
         ("connect4", "alphabeta:depth=-1", "depth"),
         ("connect4", "alphabeta:depth=x", "expected int"),
         ("connect4", "alphabeta:width=3", "unknown option"),
+        ("connect4", "alphabeta:tt=30", "tt"),
         ("lazerbike", "alphabeta", "simab"),
         ("pig", "alphabeta", "chance"),
     ],
