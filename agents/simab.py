@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from agents.alphabeta import table_size
 from agents.base import Agent, AgentError, builder, option
 from agents.search import WIN_SCALE, AlphaBeta, Outcome, deepen  # noqa: F401 (re-exported)
 from engine.protocol import SIMULTANEOUS, Game, State
@@ -47,7 +48,8 @@ class SimABAgent(Agent):
             raise AgentError(f"simab: {game.name} is turn-based; use alphabeta")
         if not self.depth and not self.ms:
             self.depth = 3
-        self.core = AlphaBeta(game, "heuristic", table_bits=18,
+        bits = min(18, table_size(game.num_actions**game.num_players, 0 if self.ms else self.depth))
+        self.core = AlphaBeta(game, "heuristic", table_bits=bits,
                               max_depth=self.depth or MAX_DEPTH)  # fmt: skip
         self.last: tuple[float, int, int] | None = None  # value, action, depth reached
 
