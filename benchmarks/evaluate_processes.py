@@ -2,11 +2,13 @@
 
 Plays the same tournament jobs (models.arena.play_job, what the evaluate stage hands to its
 tasks) through a pool of `--workers` threads, as the stage did before `local_processes`, and
-through as many spawned processes, as it does now for tournaments of MIN_POOL_GAMES games or
-more; checks the rows are identical and prints wall and CPU seconds of each, their ratio and the
-C yardstick before and after, as JSON.
+through the stage's own pool of as many spawned processes (`process_pool`, onnxruntime sharing
+the cores), as it does now for tournaments of MIN_POOL_GAMES games or more; `--model` adds a
+sequence model's bot (ONNX, the kind that made threads and processes fight over the cores).
+Checks the rows are identical and prints wall and CPU seconds of each, their ratio and the C
+yardstick before and after, as JSON.
 
-    .venv/bin/python benchmarks/evaluate_processes.py --games 1000 --workers 2
+    .venv/bin/python benchmarks/evaluate_processes.py --games 1000 --workers 2 [--model M.onnx]
 """
 
 from __future__ import annotations
@@ -16,13 +18,13 @@ import json
 import resource
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from multiprocessing import get_context
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.neat_generation import yardstick
+from flows.stage_io import process_pool
 from models.arena import play_job
 
 #: Python-level agents (guards, tree search): the GIL-bound kind a study's tournament plays
@@ -51,18 +53,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=1000, help="games per pairing")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--model", help="a Connect 4 sequence model (ONNX): its bot joins two pairings"
+    )
     args = parser.parse_args()
+    pairings = list(PAIRINGS)
+    if args.model:
+        bot = f"seq:model={Path(args.model).resolve()}"
+        pairings += [(bot, "random:guards=win+block"), (bot, "alphabeta:depth=2")]
     jobs = [
         {"game": "connect4", "a": a, "b": b, "games": args.games, "seed": 0, "opening": 4}
-        for a, b in PAIRINGS
+        for a, b in pairings
     ]
     play_job({**jobs[0], "games": 2})  # compile / load the numba caches before timing
     before = yardstick()
     threads, thread_wall, thread_cpu = timed(ThreadPoolExecutor(args.workers), jobs)
-    spawn = get_context("spawn")
-    processes, process_wall, process_cpu = timed(
-        ProcessPoolExecutor(args.workers, mp_context=spawn), jobs
-    )
+    processes, process_wall, process_cpu = timed(process_pool(args.workers), jobs)
     after = yardstick()
     strip = [[{k: v for k, v in r.items() if "time" not in k and "peak" not in k}
               for rows in pairings for r in rows] for pairings in (threads, processes)]  # fmt: skip

@@ -52,10 +52,7 @@ def local_processes(params: dict[str, Any], dask: str | None, games: int) -> Ite
     if dask_address(params, dask) or workers < 2 or games < MIN_POOL_GAMES:
         yield
         return
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
-
-    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+    with process_pool(workers) as pool:
         _LOCAL_POOL = pool
         try:
             yield
@@ -64,6 +61,22 @@ def local_processes(params: dict[str, Any], dask: str | None, games: int) -> Ite
 
 
 MIN_POOL_GAMES = 2000
+
+
+def process_pool(workers: int):
+    """`workers` spawned processes (safe beside the flow's threads) whose onnxruntime sessions
+    share the cores instead of each taking all of them."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    return ProcessPoolExecutor(workers, get_context("spawn"), _share_cores, (workers,))
+
+
+def _share_cores(processes: int) -> None:
+    """A pool process's start: its onnxruntime sessions take their share of the cores."""
+    from agents.onnx_runtime import share_cores
+
+    share_cores(processes)
 
 
 @contextlib.contextmanager

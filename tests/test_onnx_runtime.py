@@ -56,3 +56,23 @@ def test_a_serving_process_starts_sessions_whose_idle_threads_sleep(tmp_path, mo
     assert served.get_session_options().get_session_config_entry(key) == "0"
     x = np.array([1.5], dtype=np.float32)
     assert served.run(None, {"x": x})[0].tolist() == [1.5]
+
+
+def test_processes_side_by_side_share_the_cores(tmp_path, monkeypatch):
+    """A stage's pool process (flows.stage_io.process_pool) calls share_cores: its sessions
+    take their share of the cores and sleep when idle; a session that names its threads keeps
+    them."""
+    import os
+
+    path = tmp_path / "identity.onnx"
+    path.write_bytes(onnx_runtime._probe_model())
+    monkeypatch.setitem(onnx_runtime.SPINNING, "on", True)  # both restored after the test
+    monkeypatch.setitem(onnx_runtime.DEFAULT_THREADS, "n", 0)
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    onnx_runtime.share_cores(4)
+    shared = onnx_runtime.session(path).get_session_options()
+    assert shared.intra_op_num_threads == 2
+    assert shared.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert onnx_runtime.session(path, threads=3).get_session_options().intra_op_num_threads == 3
+    onnx_runtime.share_cores(16)  # more processes than cores: one thread each
+    assert onnx_runtime.session(path).get_session_options().intra_op_num_threads == 1
