@@ -24,8 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.neat_generation import yardstick
-from flows.stage_io import process_pool
-from models.arena import play_job
+from models.arena import play_job, process_pool
 
 #: Python-level agents (guards, tree search): the GIL-bound kind a study's tournament plays
 PAIRINGS = [

@@ -42,18 +42,21 @@ _LOCAL_POOL: Any = None
 
 
 @contextlib.contextmanager
-def local_processes(params: dict[str, Any], dask: str | None, games: int) -> Iterator[None]:
+def local_processes(
+    params: dict[str, Any], dask: str | None, games: int, pool: Callable[[int], Any]
+) -> Iterator[None]:
     """Without a cluster, runs the fan-out's work in `workers` spawned processes instead of the
     task runner's threads: matches of Python agents hold the GIL, so two threads used one core
     (study 000's evaluation: 1,210 CPU-s in 1,116 s). Below MIN_POOL_GAMES games in all,
-    starting the processes (imports, numba caches) costs more than it saves: threads stay."""
+    starting the processes (imports, numba caches) costs more than it saves: threads stay.
+    `pool(workers)` makes the executor (models.arena.process_pool for matches)."""
     global _LOCAL_POOL
     workers = max(1, int(params.get("workers", 1)))
     if dask_address(params, dask) or workers < 2 or games < MIN_POOL_GAMES:
         yield
         return
-    with process_pool(workers) as pool:
-        _LOCAL_POOL = pool
+    with pool(workers) as executor:
+        _LOCAL_POOL = executor
         try:
             yield
         finally:
@@ -61,22 +64,6 @@ def local_processes(params: dict[str, Any], dask: str | None, games: int) -> Ite
 
 
 MIN_POOL_GAMES = 2000
-
-
-def process_pool(workers: int):
-    """`workers` spawned processes (safe beside the flow's threads) whose onnxruntime sessions
-    share the cores instead of each taking all of them."""
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
-
-    return ProcessPoolExecutor(workers, get_context("spawn"), _share_cores, (workers,))
-
-
-def _share_cores(processes: int) -> None:
-    """A pool process's start: its onnxruntime sessions take their share of the cores."""
-    from agents.onnx_runtime import share_cores
-
-    share_cores(processes)
 
 
 @contextlib.contextmanager

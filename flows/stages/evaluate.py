@@ -63,7 +63,9 @@ def evaluate_flow(root: Path, params: dict, game: str, dask: str | None = None):
     chosen = _evaluate_puzzle if puzzle else _evaluate
     settings = params[game]["evaluate"]
     pairings = len(settings.get("pairings") or settings["baselines"]) or 1  # at least
-    with local_processes(params, dask, int(settings["games"]) * pairings):
+    from models.arena import process_pool
+
+    with local_processes(params, dask, int(settings["games"]) * pairings, process_pool):
         return chosen.with_options(task_runner=runner)(root, params, game)
 
 
