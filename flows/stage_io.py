@@ -37,6 +37,8 @@ class StageError(GameError):
     """A stage cannot go on (its input failed validation, a parity check failed): exit 2."""
 
 
+#: games in all below which a tournament stays in threads (spawning the processes costs ~1.5 s)
+MIN_POOL_GAMES = 2000
 #: the process pool `local_processes` lends `cluster_task` (None: work runs in the task's thread)
 _LOCAL_POOL: Any = None
 
@@ -61,9 +63,6 @@ def local_processes(
             yield
         finally:
             _LOCAL_POOL = None
-
-
-MIN_POOL_GAMES = 2000
 
 
 @contextlib.contextmanager

@@ -62,7 +62,8 @@ def evaluate_flow(root: Path, params: dict, game: str, dask: str | None = None):
     puzzle = parse_game_spec(params[game]["spec"]).kind == "puzzle"
     chosen = _evaluate_puzzle if puzzle else _evaluate
     settings = params[game]["evaluate"]
-    pairings = len(settings.get("pairings") or settings["baselines"]) or 1  # at least
+    # a lower bound on the pairings (all-vs-all adds bot pairs): enough to choose the pool
+    pairings = len(settings.get("pairings") or settings["baselines"]) or 1
     from models.arena import process_pool
 
     with local_processes(params, dask, int(settings["games"]) * pairings, process_pool):
