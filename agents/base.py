@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -165,3 +167,32 @@ def option(options: dict[str, Any], key: str, kind: type, default: Any) -> Any:
         return kind(value)
     except ValueError:
         raise AgentError(f"option {key}={value!r}: expected {kind.__name__}") from None
+
+
+#: models this thread has already read, per kind, newest last (see `loaded_once`)
+_LOADED = threading.local()
+LOADED_MAX = 8
+
+
+def file_identity(*paths: str | Path) -> tuple:
+    """(resolved path, then inode, mtime and size of each file or None): a key that changes when
+    any of the files is replaced (a new inode: gridbots writes by rename) or rewritten (a new
+    mtime, to the kernel's clock tick)."""
+    stamps = []
+    for path in map(Path, paths):
+        stat = path.stat() if path.is_file() else None
+        stamps.append(None if stat is None else (stat.st_ino, stat.st_mtime_ns, stat.st_size))
+    return (str(Path(paths[0]).resolve()), *stamps)
+
+
+def loaded_once(kind: str, key: Hashable, read: Callable[[], Any]) -> Any:
+    """`read()`'s result, kept per thread under `key`: a match makes a fresh agent per game, and
+    reading a model again each time cost milliseconds a game (a 10,000-game pairing: minutes).
+    Per thread because some readers keep per-call state (a CRF tagger holds the sequence it
+    was last given); at most LOADED_MAX per kind, the oldest dropped."""
+    loaded: dict[Hashable, Any] = _LOADED.__dict__.setdefault(kind, {})
+    if key not in loaded:
+        loaded[key] = read()
+        while len(loaded) > LOADED_MAX:
+            loaded.pop(next(iter(loaded)))
+    return loaded[key]

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import AgentError
+from agents.base import AgentError, file_identity, loaded_once
 from engine.protocol import Game
 
 Encoder = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -27,18 +27,24 @@ Encoder = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 def open_session(path: str | Path, threads: int = 0) -> tuple[Any, dict[str, str]]:
     """(onnxruntime session, metadata_props) of an ONNX file; AgentError when unreadable."""
-    from agents.onnx_runtime import session
+    from agents.onnx_runtime import DEFAULT_THREADS, SPINNING, session
 
     path = Path(path)
     if not path.is_file():
         raise AgentError(f"onnx: model file {path} not found")
-    try:
-        runner = session(path, threads)
-        meta = dict(runner.get_modelmeta().custom_metadata_map)
-    except Exception as problem:  # onnxruntime's own exception types
-        reason = str(problem).strip().splitlines()[0] if str(problem).strip() else type(problem)
-        raise AgentError(f"onnx: {path} is not a readable ONNX model: {reason}") from None
-    return runner, meta
+
+    def read() -> tuple[Any, dict[str, str]]:
+        try:
+            runner = session(path, threads)
+            return runner, dict(runner.get_modelmeta().custom_metadata_map)
+        except Exception as problem:  # onnxruntime's own exception types
+            text = str(problem).strip()
+            reason = text.splitlines()[0] if text else type(problem)
+            raise AgentError(f"onnx: {path} is not a readable ONNX model: {reason}") from None
+
+    settings = (threads or DEFAULT_THREADS["n"], SPINNING["on"])  # as `session` reads them
+    runner, meta = loaded_once("onnx-session", (*file_identity(path), *settings), read)
+    return runner, dict(meta)
 
 
 def value_encoder(game: Game, encoding: str) -> Encoder:

@@ -12,7 +12,6 @@ lives in models/, above this layer, so it is reached through the `registry` agen
 
 from __future__ import annotations
 
-import functools
 import importlib
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from agents.base import AgentError
+from agents.onnx_eval import open_session
 from engine.protocol import Game
 
 KIND = "policy-value"
@@ -43,13 +43,6 @@ def resolve_model(text: str) -> Path:
     raise AgentError("the registry plugin is not installed (pip install -e .)")
 
 
-@functools.lru_cache(maxsize=16)
-def _open(path: str, stamp: float, threads: int) -> tuple[Any, dict[str, str]]:
-    from agents.onnx_eval import open_session
-
-    return open_session(path, threads)
-
-
 def _dims(value_info: Any) -> list[Any]:
     return list(value_info.shape)
 
@@ -62,7 +55,7 @@ class PolicyValueNet:
         if not path.is_file():
             raise AgentError(f"model file {path} not found")
         self.path = path
-        self.session, self.meta = _open(str(path), path.stat().st_mtime, int(threads))
+        self.session, self.meta = open_session(path, int(threads))  # read once per thread
         kind = self.meta.get("gridbots.kind")
         if kind != KIND:
             raise AgentError(f"{path} holds a {kind or 'unlabelled'} model, not a {KIND} network")

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from agents.analysis import Analysis
-from agents.base import Agent, AgentError, builder
+from agents.base import Agent, AgentError, builder, file_identity, loaded_once
 from agents.guards import lap_filter, parse_guards, turn_filter
 from agents.sequence_codec import decode_one_hot_actions, one_hot_actions, rounds_from_steps
 from engine.protocol import CHANCE, SIMULTANEOUS, TERMINAL, Game, State
@@ -125,9 +125,32 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
     return data
 
 
+def forward_filter(
+    start: np.ndarray,
+    trans: np.ndarray,
+    emit: np.ndarray,
+    obs: np.ndarray,
+    belief: np.ndarray | None = None,
+) -> np.ndarray:
+    """P(state_t | obs_0..t) for every t [T, S]: the forward pass normalised at each step, from
+    `start` or continuing a previous step's `belief`. The same numbers as hmmlearn's
+    predict_proba on each prefix (at a sequence's last position forward-backward's posterior is
+    the normalised forward vector), without T calls; an impossible sequence gives zeros where
+    hmmlearn gives NaN, and both rank every action alike."""
+    out = np.empty((len(obs), len(start)))
+    for t, symbol in enumerate(obs):
+        prior = start if belief is None else belief @ trans
+        belief = prior * emit[:, symbol]
+        total = belief.sum()
+        belief = out[t] = belief / total if total > 0 else belief
+    return out
+
+
 class HmmPredictor(Predictor):
     """A per-seat CategoricalHMM whose hidden state is the player's next action; the ranking is
-    the filtered posterior of the last state (hmmlearn's forward-backward on the prefix)."""
+    the filtered posterior of the last state. The forward filter keeps its vector per seat: a
+    game's next decision extends the last context, so only the new rounds cost work (hmmlearn's
+    predict_proba over the whole prefix at every move made a 10,000-game match take minutes)."""
 
     def __init__(self, path: Path, data: dict[str, Any] | None = None):
         from hmmlearn.hmm import CategoricalHMM
@@ -159,6 +182,7 @@ class HmmPredictor(Predictor):
                 self.models[int(seat)] = model
             if not self.models:
                 raise ValueError("no seat parameters")
+            self._filters: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         except (KeyError, TypeError, ValueError, AttributeError) as problem:
             raise AgentError(f"seq: {path} is not a valid gridbots HMM: {problem}") from None
 
@@ -173,8 +197,25 @@ class HmmPredictor(Predictor):
     log_scores = True
 
     def scores(self, context: np.ndarray, player: int) -> np.ndarray:
-        posterior = self.model(player).predict_proba(self.encode(context))[-1]
+        posterior = self.filtered(self.encode(context)[:, 0], player)
         return np.log(posterior[: self.num_actions] + 1e-300)
+
+    def filtered(self, symbols: np.ndarray, player: int) -> np.ndarray:
+        """P(last hidden state | symbols), resumed from the seat's previous call when `symbols`
+        extends it."""
+        model = self.model(player)
+        done, belief = self._filters.get(player, (symbols[:0], None))
+        if (
+            belief is None
+            or len(done) > len(symbols)
+            or not np.array_equal(symbols[: len(done)], done)
+        ):
+            done, belief = symbols[:0], None
+        params = (model.startprob_, model.transmat_, model.emissionprob_)
+        if len(symbols) > len(done):
+            belief = forward_filter(*params, symbols[len(done) :], belief)[-1]
+        self._filters[player] = (symbols.copy(), belief)
+        return belief
 
     def viterbi_next(self, context: np.ndarray, player: int) -> int:
         """The Viterbi path's last state: the most likely next action (or num_actions: none)."""
@@ -363,10 +404,16 @@ def neutral_scores(step: np.ndarray, neutral: int) -> np.ndarray:
 
 
 def load_predictor(path: str | Path, game: Game) -> Predictor:
-    """The predictor of a model file, its kind told by the file's content."""
+    """The predictor of a model file, its kind told by the file's content; read once per thread
+    (its state is per seat and checked on use, so games may share it)."""
     path = Path(path)
     if not path.is_file():
         raise AgentError(f"seq: model file {path} not found")
+    key = (*file_identity(path, crf_sidecar(path)), game.spec())
+    return loaded_once("predictor", key, lambda: _read_predictor(path, game))
+
+
+def _read_predictor(path: Path, game: Game) -> Predictor:
     head = path.read_bytes()[:16]
     if head.startswith(CRF_MAGIC):
         predictor: Predictor = CrfPredictor(path, game)

@@ -6,8 +6,9 @@ round k (or "none" when it does not act). So the hidden states are the player's 
 the study (Part IV §3.3: an HMM on one-hot rounds), but each one is the action *following* its
 observation: the state of the last position of a history is the action to predict, and no extra
 step through the transition matrix is needed. Its ranking is the filtered posterior of that
-state (forward-backward on the prefix, whose backward message at the end is uniform); the
-Viterbi path's last state is the same choice almost always and is offered too.
+state (forward-backward's posterior at the prefix's end, whose backward message is uniform: the
+normalised forward vector, which the agent carries from move to move); the Viterbi path's last
+state is the same choice almost always and is offered too.
 
 Observations are discrete symbols, one per distinct round of the training set (a round is
 the tuple of every player's action, read from the qualitative one-hot encoding), plus a start
@@ -29,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.seq_agent import forward_filter
 from models.base import OUTCOMES, ModelError, TrainingResult, artifact_metadata, sequence_framing
 
 ENCODINGS = ("qualitative",)
@@ -129,18 +131,6 @@ def count_estimates(
     return start, trans, emit
 
 
-def filtered(start: np.ndarray, trans: np.ndarray, emit: np.ndarray, obs: np.ndarray):
-    """P(state_t | obs_0..t) for every t [T, S]: the forward pass, normalised at each step
-    (the same numbers as hmmlearn's predict_proba on each prefix, without T calls)."""
-    out = np.empty((len(obs), len(start)))
-    belief = start * emit[:, obs[0]]
-    out[0] = belief / belief.sum()
-    for t in range(1, len(obs)):
-        belief = (out[t - 1] @ trans) * emit[:, obs[t]]
-        out[t] = belief / belief.sum()
-    return out
-
-
 def symbol_table(observed: list[np.ndarray]) -> dict[tuple[int, ...], int]:
     """Every distinct observed round → its symbol (2, 3, …; 0 unknown, 1 start)."""
     seen = {tuple(int(a) for a in r) for rounds in observed for r in rounds}
@@ -191,7 +181,7 @@ def predict_all(body: dict[str, Any], data: Sequences, rows: np.ndarray) -> list
         start, trans, emit = (
             np.asarray(params[k]) for k in ("startprob", "transmat", "emissionprob")
         )
-        post = filtered(start, trans, emit, encode(data.observed[i], table))
+        post = forward_filter(start, trans, emit, encode(data.observed[i], table))
         out.append(post[:, : body["num_actions"]].argmax(axis=1))
     return out
 

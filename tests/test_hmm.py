@@ -14,7 +14,7 @@ from hmmlearn.hmm import CategoricalHMM
 
 from agents import AgentError, make
 from agents.base import Agent
-from agents.seq_agent import HmmPredictor
+from agents.seq_agent import HmmPredictor, forward_filter
 from engine import load_game
 from engine.match import play_game
 from features import encode as enc
@@ -98,9 +98,31 @@ def test_filtering_equals_hmmlearn_on_every_prefix():
     model = CategoricalHMM(n_components=4, n_features=6, init_params="")
     model.startprob_, model.transmat_, model.emissionprob_ = start, trans, emit
     obs = rng.integers(0, 6, size=9)
-    ours = hmm.filtered(start, trans, emit, obs)
+    ours = forward_filter(start, trans, emit, obs)
     for t in range(len(obs)):
         assert ours[t] == pytest.approx(model.predict_proba(obs[: t + 1, None])[-1], abs=1e-9)
+
+
+def test_predictor_resumes_its_filter_and_agrees_with_hmmlearn(tmp_path):
+    """The seat's kept forward vector: a context that extends the last one costs only its new
+    rounds, any other (a new game, a shorter prefix, another seat's turn) starts afresh; every
+    score is hmmlearn's posterior at the last position; an impossible sequence gives zeros."""
+    arrays, meta = copycat_arrays("qualitative")
+    result = hmm.train(arrays, meta, {"player": 0, "outcomes": "all"}, tmp_path)
+    predictor = hmm.load(result.artifact)["predictor"]
+    model = predictor.models[0]
+    rng = np.random.default_rng(3)
+    rounds = rng.integers(-1, 7, size=(12, 2))
+    contexts = [rounds[:k] for k in (0, 1, 2, 3, 6, 7, 2, 9, 12)]
+    contexts.insert(5, rng.integers(-1, 7, size=(4, 2)))  # another game's context in between
+    for context in contexts:
+        expected = model.predict_proba(predictor.encode(context))[-1]
+        ours = np.exp(predictor.scores(context, 0))
+        assert ours == pytest.approx(expected[:7], abs=1e-9)
+        assert np.array_equal(predictor._filters[0][0], predictor.encode(context)[:, 0])
+    zero = forward_filter(np.array([1.0, 0.0]), np.eye(2), np.array([[1.0, 0.0], [0.0, 1.0]]),
+                          np.array([1]))  # fmt: skip
+    assert np.array_equal(zero, [[0.0, 0.0]])
 
 
 def test_framing_of_a_hand_made_connect4_game():
@@ -171,7 +193,7 @@ def test_json_round_trip_and_decoding(tmp_path):
     scores = predictor.scores(context, 0)
     assert int(np.argmax(scores)) == 5 == predictor.viterbi_next(context, 0)
     start, trans, emit = (np.array(seat[k]) for k in ("startprob", "transmat", "emissionprob"))
-    expected = hmm.filtered(start, trans, emit, predictor.encode(context)[:, 0])[-1]
+    expected = forward_filter(start, trans, emit, predictor.encode(context)[:, 0])[-1]
     assert np.exp(scores) == pytest.approx(expected[:7])
 
 

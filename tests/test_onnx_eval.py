@@ -201,3 +201,36 @@ def test_bad_files_and_kinds(connect4, value_path, tmp_path):
         make(f"alphabeta:eval=onnx:{policy}", connect4)
     with pytest.raises(AgentError, match="simultaneous"):
         make(f"alphabeta:eval=onnx:{value_path}", load_game("lazerbike"))
+
+
+def test_a_model_is_read_once_per_thread_and_again_once_rewritten(connect4, tmp_path):
+    """A match makes a fresh agent per game: each game's agent gets the session (and sequence
+    predictor) the thread already read; another thread reads its own (a CRF tagger keeps
+    per-call state); a rewritten file is read again and plays its new weights."""
+    import os
+    import threading
+
+    meta = artifact_metadata("connect4", "lstm", "qualitative", "sequence", player=0)
+
+    def always(column: int) -> Path:
+        logits = np.zeros(8)
+        logits[1 + column] = 3.0
+        return linear_model(tmp_path / "seq.onnx", np.zeros((16, 8)), logits, 20, meta)
+
+    path = always(5)
+    spec = f"seq:model={path},guards=none"
+    first, second = make(spec, connect4, seed=0), make(spec, connect4, seed=1)
+    assert first.predictor is second.predictor
+    assert make(f"onnx:{path}", connect4).predictor.session is first.predictor.session
+    elsewhere: list = []
+    worker = threading.Thread(target=lambda: elsewhere.append(make(spec, connect4).predictor))
+    worker.start()
+    worker.join()
+    assert elsewhere[0] is not first.predictor
+    state = connect4.state_from_history([0, 1])
+    assert first.step(state) == 5
+    written = path.stat().st_mtime_ns
+    always(2)  # the same file rewritten in place, new weights (its mtime moved past a clock tick)
+    os.utime(path, ns=(written + 10**9, written + 10**9))
+    again = make(spec, connect4, seed=0)
+    assert again.predictor is not first.predictor and again.step(state) == 2
