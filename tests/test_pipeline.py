@@ -302,6 +302,59 @@ def test_tournament_in_local_processes_gives_the_rows_of_the_threads(chain, tmp_
     assert here.to_pylist() == there.to_pylist()
 
 
+def test_a_failed_tournament_resumes_with_the_pairings_it_finished(chain, tmp_path, monkeypatch):
+    """A tournament stopped by a failing pairing keeps the pairings before it; the rerun plays
+    only the others and writes the rows and standings of the module's uninterrupted run, then
+    drops its checkpoints. A changed model file makes its pairings play again."""
+    import models.arena
+
+    root, params, _ = chain
+    params = {**params, "workers": 1}  # pairings one after another: the third one fails
+    shutil.copytree(root / "exports", tmp_path / "exports")
+    real = models.arena.play_pairing
+    played: list[str] = []
+
+    def failing_third(game, a, b, config, make_seat):
+        if len(set(played)) == 2 and (a, b) not in {tuple(p.split(" | ")) for p in played}:
+            raise RuntimeError("killed")
+        played.append(f"{a} | {b}")
+        return real(game, a, b, config, make_seat=make_seat)
+
+    monkeypatch.setattr(models.arena, "play_pairing", failing_third)
+    with pytest.raises(Exception, match="killed"):
+        pipeline.evaluate_flow(tmp_path, params, "connect4")
+    kept = tmp_path / "checkpoints" / "connect4" / "evaluate"
+    assert len(list(kept.glob("*.json"))) == 2 and not (tmp_path / "evaluation").exists()
+    finished = set(played)
+
+    played.clear()
+    monkeypatch.setattr(models.arena, "play_pairing", lambda *a, make_seat: (
+        played.append(f"{a[1]} | {a[2]}") or real(*a, make_seat=make_seat)))  # fmt: skip
+    summary = pipeline.evaluate_flow(tmp_path, params, "connect4")
+    assert played and not finished & set(played)  # only the pairings the first run left
+    assert len(finished) + len(played) == len(summary["pairings"])
+    here = pq.read_table(root / "evaluation/connect4/games.parquet")
+    there = pq.read_table(tmp_path / "evaluation/connect4/games.parquet")
+    assert here.column_names == there.column_names  # every column, in the same order
+    measured = [c for c in here.column_names if "time" in c or "peak" in c]  # the clock's
+    assert here.drop(measured).to_pylist() == there.drop(measured).to_pylist()
+    ours = json.loads((tmp_path / "evaluation/connect4/summary.json").read_text())
+    theirs = json.loads((root / "evaluation/connect4/summary.json").read_text())
+    assert [s["score"] for s in ours["standings"]] == [s["score"] for s in theirs["standings"]]
+    assert not kept.exists()
+
+    first = min(p for p in (tmp_path / "exports" / "connect4").iterdir() if p.is_dir())
+    (first / "changed").write_text("x")
+    from flows.stages.evaluate import bot_specs, pairing_digest
+
+    specs = bot_specs(tmp_path, "connect4")
+    exported = {s: tmp_path / "exports" / "connect4" / n for n, s in specs.items()}
+    job = {"game": "connect4", "a": specs[first.name], "b": "random", "games": 4}
+    before = pairing_digest(job, exported)
+    (first / "changed").write_text("y")
+    assert pairing_digest(job, exported) != before
+
+
 def test_a_training_stage_and_a_registry_move_print_nothing_on_stderr(chain):
     """Quiet by default (engine.noise): a training stage (TensorFlow on a CPU-only machine,
     Prefect, MLflow) run as dvc runs it, then a move by the model it registered."""

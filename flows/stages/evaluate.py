@@ -1,10 +1,17 @@
 """The evaluate stage: the tournament of the exported bots and the baselines; for a puzzle
 (no opponent) each bot's success rate per level beside the game's reference solver
-(engine.puzzles)."""
+(engine.puzzles).
+
+A killed tournament resumes: each finished pairing's rows are kept under
+`checkpoints/<game>/evaluate/`, named by a digest of the pairing's job and of the bots' exported
+files, so a rerun plays only the pairings still missing (a study's 10,000-game pairings take
+minutes each) and never reuses games of a model that has changed since."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -103,10 +110,16 @@ def _evaluate(root: Path, params: dict, game: str) -> dict[str, Any]:
         else pairing_list(list(bots.values()), baselines)
     )
     jobs = [{"game": spec, "a": a, "b": b, **config} for a, b in pairs]
+    work = root / "checkpoints" / game / "evaluate"
+    exported = {spec: root / "exports" / game / name for name, spec in bots.items()}
+    kept = [work / f"{pairing_digest(job, exported)}.json" for job in jobs]
+    missing = [i for i, path in enumerate(kept) if not path.is_file()]
+    for i, result in zip(missing, fan_out(play_job, [jobs[i] for i in missing]), strict=True):
+        write_json(kept[i], result, compact=True)  # as it arrives: a kill loses the rest only
     rows: list[dict] = []
     summaries = []
-    for result in fan_out(play_job, jobs):
-        pairing_rows = relabel(result, labels)
+    for path in kept:  # job order, every pairing read back alike, resumed or not
+        pairing_rows = relabel(json.loads(path.read_text()), labels)
         rows.extend(pairing_rows)
         summaries.append(summarize_pairing(pairing_rows))
     summary = {
@@ -130,7 +143,20 @@ def _evaluate(root: Path, params: dict, game: str) -> dict[str, Any]:
     }
     write_json(root / "metrics" / game / "evaluate.json", metrics)
     log_stage_run(root, params, game, "evaluate", metrics)
+    shutil.rmtree(work, ignore_errors=True)
     return summary
+
+
+def pairing_digest(job: dict[str, Any], exported: dict[str, Path]) -> str:
+    """The job (specs, games, seed, opening) and the bytes of each bot's exported files."""
+    digest = hashlib.sha256(json.dumps(job, sort_keys=True).encode())
+    for spec in (job["a"], job["b"]):
+        folder = exported.get(spec)
+        for path in sorted(folder.rglob("*")) if folder else []:
+            if path.is_file():
+                digest.update(path.relative_to(folder).as_posix().encode())
+                digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:24]
 
 
 @flow(name="evaluate-puzzle")
