@@ -55,3 +55,24 @@ def close_interrupted(mlflow_client: Any, base: Path) -> None:
     if isinstance(state, dict) and not state.get("finished"):
         for run_id in dict(state.get("running") or {}).values():
             close_stale(mlflow_client, str(run_id))
+
+
+#: a tag every top-level training run carries from its creation: the digest of its work folder
+WORK_TAG = "gridbots.work"
+
+
+def work_tag(base: Path) -> dict[str, str]:
+    import hashlib
+
+    return {WORK_TAG: hashlib.sha256(str(Path(base).resolve()).encode()).hexdigest()[:16]}
+
+
+def close_orphans(mlflow_client: Any, experiment_id: str, base: Path, keep: str | None) -> None:
+    """Runs of this work folder that a kill left RUNNING before the record above named them
+    (the run and its tags are created together, the record is written just after): KILLED,
+    all but `keep` (a sweep's parent the rerun resumes)."""
+    ((key, value),) = work_tag(base).items()
+    query = f"tags.`{key}` = '{value}' and attributes.status = 'RUNNING'"
+    for run in mlflow_client.search_runs([experiment_id], query):
+        if run.info.run_id != keep:
+            close_stale(mlflow_client, run.info.run_id)

@@ -27,7 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from models.base import ARTIFACT_KINDS, ModelError, TrainingResult, family
-from models.sweep_state import close_interrupted, close_stale, save_state, sweep_state
+from models.sweep_state import (
+    close_interrupted,
+    close_orphans,
+    close_stale,
+    save_state,
+    sweep_state,
+    work_tag,
+)
 from models.training_inputs import (  # noqa: F401 (re-exported: callers import them from here)
     OBJECTIVES,
     coerce,
@@ -291,8 +298,10 @@ def train(
         if not sweep:
             if out_dir:  # a run a kill left RUNNING here is closed, then trained again
                 close_interrupted(mlflow_client, base)
+                close_orphans(mlflow_client, exp_id, base, keep=None)
             run_name = f"{game_name}-{family_name}"
-            with mlflow.start_run(experiment_id=exp_id, run_name=run_name) as single:
+            tags = work_tag(base) if out_dir else None
+            with mlflow.start_run(experiment_id=exp_id, run_name=run_name, tags=tags) as single:
                 base.mkdir(parents=True, exist_ok=True)
                 if out_dir:
                     save_state(base, {"key": None, "running": {"0": single.info.run_id}})
@@ -311,7 +320,13 @@ def train(
             name = f"{game_name}-{family_name}-sweep"
             state = sweep_state(base, family_name, dataset, configs) if out_dir else None
             resumed = state["parent"] if state else None
-            start = {"run_id": resumed} if resumed else {"experiment_id": exp_id, "run_name": name}
+            if out_dir:
+                close_orphans(mlflow_client, exp_id, base, keep=resumed)
+            start = (
+                {"run_id": resumed}
+                if resumed
+                else {"experiment_id": exp_id, "run_name": name, "tags": work_tag(base)}
+            )
             with mlflow.start_run(**start) as parent:
                 if not resumed:
                     mlflow.log_params({**dataset, "family": family_name})

@@ -343,3 +343,35 @@ def test_a_killed_sweep_resumes_at_the_configuration_in_flight(sandbox, data, mo
     kill_at.clear()
     train(data, "stub", {}, ["width=1,4"], "resume", out_dir=work)
     assert trained[7:] == [1, 3, 1, 4]
+
+
+@pytest.mark.parametrize("sweep", [[], ["width=1,2"]], ids=["single", "sweep"])
+def test_a_run_killed_before_its_record_is_closed_by_the_rerun(sandbox, data, monkeypatch, sweep):
+    """A kill can land after MLflow created the run and before the work folder's record names
+    it (the dvc repro test's kill polls for the first RUNNING run): the run carries its work
+    folder's tag from its creation, so the rerun still closes it KILLED."""
+    import mlflow
+
+    from models.sweep_state import SWEEP_STATE, work_tag
+    from models.tracking import client, experiment_id, train
+
+    work = sandbox / "work" / f"orphan-{len(sweep)}"
+    mlflow_client = client()
+    exp = experiment_id(mlflow_client, f"orphan-{len(sweep)}")
+
+    def killed_after_creation(experiment_id, run_name, tags=None):
+        """The run exists, RUNNING, with its tags; then the process is gone."""
+        mlflow_client.create_run(experiment_id, tags=tags, run_name=run_name)
+        raise Killed
+
+    monkeypatch.setattr(mlflow, "start_run", killed_after_creation)
+    with pytest.raises(Killed):
+        train(data, "stub", {}, sweep, f"orphan-{len(sweep)}", out_dir=work)
+    monkeypatch.undo()
+    assert not (work / SWEEP_STATE).is_file() or "running" not in (work / SWEEP_STATE).read_text()
+    (orphan,) = mlflow_client.search_runs([exp])
+    assert orphan.info.status == "RUNNING" and orphan.data.tags.items() >= work_tag(work).items()
+    train(data, "stub", {}, sweep, f"orphan-{len(sweep)}", out_dir=work)
+    assert mlflow_client.get_run(orphan.info.run_id).info.status == "KILLED"
+    statuses = [r.info.status for r in mlflow_client.search_runs([exp])]
+    assert "RUNNING" not in statuses
