@@ -115,7 +115,7 @@ class Predictor:
         raise NotImplementedError
 
 
-def _read_json(path: Path, what: str) -> dict[str, Any]:
+def read_json(path: Path, what: str) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as problem:
@@ -123,104 +123,6 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise AgentError(f"seq: {path} is not a {what} (no JSON object)")
     return data
-
-
-def forward_filter(
-    start: np.ndarray,
-    trans: np.ndarray,
-    emit: np.ndarray,
-    obs: np.ndarray,
-    belief: np.ndarray | None = None,
-) -> np.ndarray:
-    """P(state_t | obs_0..t) for every t [T, S]: the forward pass normalised at each step, from
-    `start` or continuing a previous step's `belief`. The same numbers as hmmlearn's
-    predict_proba on each prefix (at a sequence's last position forward-backward's posterior is
-    the normalised forward vector), without T calls; an impossible sequence gives zeros where
-    hmmlearn gives NaN, and both rank every action alike."""
-    out = np.empty((len(obs), len(start)))
-    for t, symbol in enumerate(obs):
-        prior = start if belief is None else belief @ trans
-        belief = prior * emit[:, symbol]
-        total = belief.sum()
-        belief = out[t] = belief / total if total > 0 else belief
-    return out
-
-
-class HmmPredictor(Predictor):
-    """A per-seat CategoricalHMM whose hidden state is the player's next action; the ranking is
-    the filtered posterior of the last state. The forward filter keeps its vector per seat: a
-    game's next decision extends the last context, so only the new rounds cost work (hmmlearn's
-    predict_proba over the whole prefix at every move made a 10,000-game match take minutes)."""
-
-    def __init__(self, path: Path, data: dict[str, Any] | None = None):
-        from hmmlearn.hmm import CategoricalHMM
-
-        data = _read_json(path, "HMM model") if data is None else data
-        try:
-            if data.get("format") != "gridbots-hmm":
-                raise ValueError("format is not gridbots-hmm")
-            self.game_spec = data["metadata"]["gridbots.game"]
-            self.plies = data["metadata"].get("gridbots.plies") == "1"
-            self.num_actions = int(data["num_actions"])
-            self.symbols = {  # entries 0 and 1 name the unknown and start symbols
-                tuple(int(a) for a in r): i
-                for i, r in enumerate(data["symbols"])
-                if isinstance(r, list)
-            }
-            n_symbols = len(data["symbols"])
-            self.models = {}
-            for seat, params in data["seats"].items():
-                start = np.asarray(params["startprob"], dtype=np.float64)
-                trans = np.asarray(params["transmat"], dtype=np.float64)
-                emit = np.asarray(params["emissionprob"], dtype=np.float64)
-                n = len(start)
-                if trans.shape != (n, n) or emit.shape != (n, n_symbols) or n <= self.num_actions:
-                    raise ValueError(f"seat {seat}: parameter shapes do not agree")
-                model = CategoricalHMM(n_components=n, n_features=n_symbols, init_params="")
-                model.startprob_, model.transmat_, model.emissionprob_ = start, trans, emit
-                model._check()
-                self.models[int(seat)] = model
-            if not self.models:
-                raise ValueError("no seat parameters")
-            self._filters: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        except (KeyError, TypeError, ValueError, AttributeError) as problem:
-            raise AgentError(f"seq: {path} is not a valid gridbots HMM: {problem}") from None
-
-    def encode(self, context: np.ndarray) -> np.ndarray:
-        """Symbols of [start, rounds...]: 1 = start, 0 = a round never seen in training."""
-        codes = [1] + [self.symbols.get(tuple(int(a) for a in r), 0) for r in context]
-        return np.asarray(codes, dtype=np.int64)[:, None]
-
-    def model(self, player: int):
-        return self.models.get(player, next(iter(self.models.values())))
-
-    log_scores = True
-
-    def scores(self, context: np.ndarray, player: int) -> np.ndarray:
-        posterior = self.filtered(self.encode(context)[:, 0], player)
-        return np.log(posterior[: self.num_actions] + 1e-300)
-
-    def filtered(self, symbols: np.ndarray, player: int) -> np.ndarray:
-        """P(last hidden state | symbols), resumed from the seat's previous call when `symbols`
-        extends it."""
-        model = self.model(player)
-        done, belief = self._filters.get(player, (symbols[:0], None))
-        if (
-            belief is None
-            or len(done) > len(symbols)
-            or not np.array_equal(symbols[: len(done)], done)
-        ):
-            done, belief = symbols[:0], None
-        params = (model.startprob_, model.transmat_, model.emissionprob_)
-        if len(symbols) > len(done):
-            belief = forward_filter(*params, symbols[len(done) :], belief)[-1]
-        self._filters[player] = (symbols.copy(), belief)
-        return belief
-
-    def viterbi_next(self, context: np.ndarray, player: int) -> int:
-        """The Viterbi path's last state: the most likely next action (or num_actions: none)."""
-        _, path = self.model(player).decode(self.encode(context), algorithm="viterbi")
-        return int(path[-1])
 
 
 def crf_features(
@@ -305,7 +207,7 @@ class CrfPredictor(Predictor):
         self.num_actions, self.neutral = game.num_actions, game.neutral_action
         side_path = crf_sidecar(path)
         if side_path.is_file():
-            side = _read_json(side_path, "CRF sidecar")
+            side = read_json(side_path, "CRF sidecar")
             try:
                 self.game_spec = side["metadata"]["gridbots.game"]
                 self.plies = side["metadata"].get("gridbots.plies") == "1"
@@ -418,10 +320,12 @@ def _read_predictor(path: Path, game: Game) -> Predictor:
     if head.startswith(CRF_MAGIC):
         predictor: Predictor = CrfPredictor(path, game)
     elif head.lstrip()[:1] == b"{":
-        data = _read_json(path, "model")
+        data = read_json(path, "model")
         family = data.get("metadata", {}).get("gridbots.family") if isinstance(data, dict) else 0
         if family != "hmm":
             raise AgentError(f"seq: {path} is a JSON file but not an HMM model")
+        from agents.hmm_predictor import HmmPredictor
+
         predictor = HmmPredictor(path, data)
     else:
         predictor = OnnxSequencePredictor(path, game)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.seq_agent import forward_filter
+from agents.hmm_predictor import forward_filter
 from models.base import OUTCOMES, ModelError, TrainingResult, artifact_metadata, sequence_framing
 
 ENCODINGS = ("qualitative",)
@@ -197,7 +197,7 @@ def save(body: dict[str, Any], metadata: dict[str, str], path: str | Path) -> Pa
 def load(path: str | Path) -> dict[str, Any]:
     """The JSON document of a saved HMM, checked by building its predictor (ModelError)."""
     from agents.base import AgentError
-    from agents.seq_agent import HmmPredictor
+    from agents.hmm_predictor import HmmPredictor
 
     try:
         predictor = HmmPredictor(Path(path))

@@ -46,8 +46,11 @@ def close_stale(mlflow_client: Any, run_id: str) -> None:
             mlflow_client.set_terminated(run_id, "KILLED")
 
 
-def close_interrupted(mlflow_client: Any, base: Path) -> None:
-    """The runs an unfinished attempt in `base` recorded as in flight: KILLED."""
+def close_interrupted(mlflow_client: Any, base: Path, experiment_id: str | None = None) -> None:
+    """The runs an unfinished attempt in `base` recorded as in flight, and (given the
+    experiment) those it started without recording them: KILLED."""
+    if experiment_id is not None:
+        close_orphans(mlflow_client, experiment_id, base, keep=None)
     try:
         state = json.loads((Path(base) / SWEEP_STATE).read_text())
     except (OSError, ValueError):

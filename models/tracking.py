@@ -26,15 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from models import sweep_state as kept  # a killed training's record in its work folder
 from models.base import ARTIFACT_KINDS, ModelError, TrainingResult, family
-from models.sweep_state import (
-    close_interrupted,
-    close_orphans,
-    close_stale,
-    save_state,
-    sweep_state,
-    work_tag,
-)
 from models.training_inputs import (  # noqa: F401 (re-exported: callers import them from here)
     OBJECTIVES,
     coerce,
@@ -297,17 +290,15 @@ def train(
         base = Path(out_dir) if out_dir else Path(scratch)
         if not sweep:
             if out_dir:  # a run a kill left RUNNING here is closed, then trained again
-                close_interrupted(mlflow_client, base)
-                close_orphans(mlflow_client, exp_id, base, keep=None)
-            run_name = f"{game_name}-{family_name}"
-            tags = work_tag(base) if out_dir else None
+                kept.close_interrupted(mlflow_client, base, exp_id)
+            run_name, tags = f"{game_name}-{family_name}", kept.work_tag(base)
             with mlflow.start_run(experiment_id=exp_id, run_name=run_name, tags=tags) as single:
                 base.mkdir(parents=True, exist_ok=True)
                 if out_dir:
-                    save_state(base, {"key": None, "running": {"0": single.info.run_id}})
+                    kept.save_state(base, {"key": None, "running": {"0": single.info.run_id}})
                 runs.append(_run_one(module, family_name, arrays, meta, configs[0], dataset, base))
             if out_dir:
-                save_state(base, {"key": None, "running": {}, "finished": True})
+                kept.save_state(base, {"key": None, "running": {}, "finished": True})
             best = runs[0]
             metric, direction = (
                 objective(module, best.result.metrics, metric)
@@ -318,15 +309,11 @@ def train(
             outcome = TrainOutcome(exp_id, runs, best, metric, direction)
         else:
             name = f"{game_name}-{family_name}-sweep"
-            state = sweep_state(base, family_name, dataset, configs) if out_dir else None
+            state = kept.sweep_state(base, family_name, dataset, configs) if out_dir else None
             resumed = state["parent"] if state else None
-            if out_dir:
-                close_orphans(mlflow_client, exp_id, base, keep=resumed)
-            start = (
-                {"run_id": resumed}
-                if resumed
-                else {"experiment_id": exp_id, "run_name": name, "tags": work_tag(base)}
-            )
+            kept.close_orphans(mlflow_client, exp_id, base, keep=resumed)
+            fresh = {"experiment_id": exp_id, "run_name": name, "tags": kept.work_tag(base)}
+            start = {"run_id": resumed} if resumed else fresh
             with mlflow.start_run(**start) as parent:
                 if not resumed:
                     mlflow.log_params({**dataset, "family": family_name})
@@ -335,7 +322,7 @@ def train(
                     )
                 if state is not None:
                     state["parent"] = parent.info.run_id
-                    save_state(base, state)
+                    kept.save_state(base, state)
                 jobs = [
                     {"data": str(Path(data).resolve()), "family": family_name,
                      "params": params_i, "label": _label(config), "experiment_id": exp_id,
@@ -349,7 +336,7 @@ def train(
                 for index, record in remote.items():
                     if state is not None:  # kept should the flow be killed after this
                         state["done"][str(index)] = record
-                        save_state(base, state)
+                        kept.save_state(base, state)
                 for index, (config, params_i) in enumerate(zip(grid, configs, strict=True)):
                     key = str(index)
                     if map_configs:  # trained elsewhere, now or before a kill
@@ -360,7 +347,7 @@ def train(
                         runs.append(_restore(state["done"][key]))
                         continue
                     if state and key in state["running"]:  # in flight at the kill
-                        close_stale(mlflow_client, state["running"][key])
+                        kept.close_stale(mlflow_client, state["running"][key])
                     say(f"[{index + 1}/{len(grid)}] {_label(config)}")
                     child_dir = base / f"config-{index:03d}"
                     shutil.rmtree(child_dir, ignore_errors=True)  # a killed attempt's files
@@ -370,7 +357,7 @@ def train(
                     ) as child:
                         if state is not None:
                             state["running"][key] = child.info.run_id
-                            save_state(base, state)
+                            kept.save_state(base, state)
                         mlflow.set_tag("gridbots.sweep_config", _label(config))
                         runs.append(
                             _run_one(
@@ -379,7 +366,7 @@ def train(
                         )
                     if state is not None:
                         state["done"][key] = _record(runs[-1])
-                        save_state(base, state)
+                        kept.save_state(base, state)
                 metric, direction = objective(module, runs[0].result.metrics, metric)
                 best = _choose_best(runs, metric, direction)
                 mlflow.set_tags(
@@ -395,7 +382,7 @@ def train(
                     mlflow.log_metric(f"best.{metric}", best.objective)
             outcome = TrainOutcome(exp_id, runs, best, metric, direction, parent.info.run_id)
             if state is not None:
-                save_state(base, {**state, "finished": True})
+                kept.save_state(base, {**state, "finished": True})
     if register:
         from models.registry import register_run
 
@@ -423,7 +410,7 @@ def train_config(job: dict[str, Any]) -> dict[str, Any]:
         f"tags.`mlflow.parentRunId` = '{parent}' and attributes.status = 'RUNNING'",
     ):
         if earlier.data.tags.get("gridbots.sweep_config") == job["label"]:
-            close_stale(mlflow_client, earlier.info.run_id)
+            kept.close_stale(mlflow_client, earlier.info.run_id)
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     tags = {

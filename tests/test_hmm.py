@@ -14,7 +14,7 @@ from hmmlearn.hmm import CategoricalHMM
 
 from agents import AgentError, make
 from agents.base import Agent
-from agents.seq_agent import HmmPredictor, forward_filter
+from agents.hmm_predictor import HmmPredictor, forward_filter
 from engine import load_game
 from engine.match import play_game
 from features import encode as enc
