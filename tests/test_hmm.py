@@ -103,14 +103,24 @@ def test_filtering_equals_hmmlearn_on_every_prefix():
         assert ours[t] == pytest.approx(model.predict_proba(obs[: t + 1, None])[-1], abs=1e-9)
 
 
-def test_predictor_resumes_its_filter_and_agrees_with_hmmlearn(tmp_path):
+def test_predictor_resumes_its_filter_and_agrees_with_hmmlearn(tmp_path, monkeypatch):
     """The seat's kept forward vector: a context that extends the last one costs only its new
-    rounds, any other (a new game, a shorter prefix, another seat's turn) starts afresh; every
-    score is hmmlearn's posterior at the last position; an impossible sequence gives zeros."""
+    rounds, any other (a new game, a shorter prefix) starts afresh; every score is hmmlearn's
+    posterior at the last position; an impossible sequence gives zeros."""
+    import agents.hmm_predictor
+
     arrays, meta = copycat_arrays("qualitative")
     result = hmm.train(arrays, meta, {"player": 0, "outcomes": "all"}, tmp_path)
     predictor = hmm.load(result.artifact)["predictor"]
     model = predictor.models[0]
+    filtered_lengths: list[int] = []
+    real = agents.hmm_predictor.forward_filter
+
+    def counting(start, trans, emit, obs, belief=None):
+        filtered_lengths.append(len(obs))
+        return real(start, trans, emit, obs, belief)
+
+    monkeypatch.setattr(agents.hmm_predictor, "forward_filter", counting)
     rng = np.random.default_rng(3)
     rounds = rng.integers(-1, 7, size=(12, 2))
     contexts = [rounds[:k] for k in (0, 1, 2, 3, 6, 7, 2, 9, 12)]
@@ -120,6 +130,9 @@ def test_predictor_resumes_its_filter_and_agrees_with_hmmlearn(tmp_path):
         ours = np.exp(predictor.scores(context, 0))
         assert ours == pytest.approx(expected[:7], abs=1e-9)
         assert np.array_equal(predictor._filters[0][0], predictor.encode(context)[:, 0])
+    # symbols are context + 1 (the start): fresh 1, then +1, +1, +1, +3; the other game fresh
+    # (5); back to this game fresh (8); a shorter prefix fresh (3); then +7 and +3
+    assert filtered_lengths == [1, 1, 1, 1, 3, 5, 8, 3, 7, 3]
     zero = forward_filter(np.array([1.0, 0.0]), np.eye(2), np.array([[1.0, 0.0], [0.0, 1.0]]),
                           np.array([1]))  # fmt: skip
     assert np.array_equal(zero, [[0.0, 0.0]])

@@ -345,14 +345,19 @@ def test_a_failed_tournament_resumes_with_the_pairings_it_finished(chain, tmp_pa
 
     first = min(p for p in (tmp_path / "exports" / "connect4").iterdir() if p.is_dir())
     (first / "changed").write_text("x")
-    from flows.stages.evaluate import bot_specs, pairing_digest
+    from flows.stages.evaluate import bot_specs, files_digest, pairing_digest
 
     specs = bot_specs(tmp_path, "connect4")
-    exported = {s: tmp_path / "exports" / "connect4" / n for n, s in specs.items()}
     job = {"game": "connect4", "a": specs[first.name], "b": "random", "games": 4}
-    before = pairing_digest(job, exported)
+
+    def digest() -> str:
+        return pairing_digest(
+            job, {s: files_digest(first) for n, s in specs.items() if n == first.name}
+        )
+
+    before = digest()
     (first / "changed").write_text("y")
-    assert pairing_digest(job, exported) != before
+    assert digest() != before
 
 
 def test_a_training_stage_and_a_registry_move_print_nothing_on_stderr(chain):

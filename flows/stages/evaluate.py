@@ -111,7 +111,7 @@ def _evaluate(root: Path, params: dict, game: str) -> dict[str, Any]:
     )
     jobs = [{"game": spec, "a": a, "b": b, **config} for a, b in pairs]
     work = root / "checkpoints" / game / "evaluate"
-    exported = {spec: root / "exports" / game / name for name, spec in bots.items()}
+    exported = {spec: files_digest(root / "exports" / game / name) for name, spec in bots.items()}
     kept = [work / f"{pairing_digest(job, exported)}.json" for job in jobs]
     missing = [i for i, path in enumerate(kept) if not path.is_file()]
     for i, result in zip(missing, fan_out(play_job, [jobs[i] for i in missing]), strict=True):
@@ -147,16 +147,20 @@ def _evaluate(root: Path, params: dict, game: str) -> dict[str, Any]:
     return summary
 
 
-def pairing_digest(job: dict[str, Any], exported: dict[str, Path]) -> str:
-    """The job (specs, games, seed, opening) and the bytes of each bot's exported files."""
-    digest = hashlib.sha256(json.dumps(job, sort_keys=True).encode())
-    for spec in (job["a"], job["b"]):
-        folder = exported.get(spec)
-        for path in sorted(folder.rglob("*")) if folder else []:
-            if path.is_file():
-                digest.update(path.relative_to(folder).as_posix().encode())
-                digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()[:24]
+def files_digest(folder: Path) -> str:
+    """The names and bytes of every file under `folder` (an exported bot), read once a stage."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            digest.update(path.relative_to(folder).as_posix().encode())
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def pairing_digest(job: dict[str, Any], exported: dict[str, str]) -> str:
+    """The job (specs, games, seed, opening) and the `files_digest` of each side that is a bot."""
+    sides = [exported.get(job["a"], ""), exported.get(job["b"], "")]
+    return hashlib.sha256(json.dumps([job, sides], sort_keys=True).encode()).hexdigest()[:24]
 
 
 @flow(name="evaluate-puzzle")
