@@ -59,6 +59,10 @@ STUDY_GAMES = 10_000
 #: the study's random AI: in Connect 4 it wins when it can and blocks when it must (Part IV
 #: §3.2 (a), (b)); in Lazerbike it never drives into a wall when it has a way out (§4.2)
 STUDY_RANDOM = {"connect4": "random:guards=win+block", "lazerbike": "random:guards=safe"}
+#: the study's alpha-beta: in Connect 4 any depth of ours (its evaluation is not described); in
+#: Lazerbike only simab with results-only leaves, "a naive function which rewards in the case of a
+#: victory and punish in the case of a defeat" (§4.4): heuristic simab is a different opponent
+STUDY_ALPHABETA = {"connect4": ("alphabeta", ""), "lazerbike": ("simab", "eval=naive")}
 
 
 def opponent_label(spec: str, labels: dict[str, str], game: str) -> str | None:
@@ -67,7 +71,9 @@ def opponent_label(spec: str, labels: dict[str, str], game: str) -> str | None:
         return labels[spec]
     if spec == STUDY_RANDOM[game]:
         return "random"
-    if spec.startswith(("alphabeta", "simab")):
+    agent, option = STUDY_ALPHABETA[game]
+    name, _, options = spec.partition(":")
+    if name == agent and (not option or option in options.split(",")):
         return "alpha-beta"
     return None
 

@@ -18,8 +18,9 @@ from engine.protocol import SIMULTANEOUS, TERMINAL
 L, F, R = 0, 1, 2
 
 
-def maxmin(game, state, me: int, depth: int, laps: int = 0) -> float:
-    """Brute force: MAX over own actions, MIN over the joint moves of all the others."""
+def maxmin(game, state, me: int, depth: int, laps: int = 0, naive: bool = False) -> float:
+    """Brute force: MAX over own actions, MIN over the joint moves of all the others; `naive`
+    scores unfinished leaves zero."""
     if state.current_player() == TERMINAL:
         r = state.returns()[me]
         return r * WIN_SCALE - laps if r > 0 else (r * WIN_SCALE + laps if r < 0 else 0.0)
@@ -28,9 +29,9 @@ def maxmin(game, state, me: int, depth: int, laps: int = 0) -> float:
         mates = [q for q in range(game.num_players) if q != me and game.teams[q] == game.teams[me]]
         if not any(state.legal_actions(q) for q in mates):
             return -WIN_SCALE + laps
-        return float(game.evaluate(state.array, me))
+        return 0.0 if naive else float(game.evaluate(state.array, me))
     if depth == 0:
-        return float(game.evaluate(state.array, me))
+        return 0.0 if naive else float(game.evaluate(state.array, me))
     others = [p for p in range(game.num_players) if p != me]
     options = [state.legal_actions(p) or [game.neutral_action] for p in others]
     best = -np.inf
@@ -43,7 +44,7 @@ def maxmin(game, state, me: int, depth: int, laps: int = 0) -> float:
                 joint[p] = int(b)
             child = state.clone()
             child.apply_actions(joint)
-            worst = min(worst, maxmin(game, child, me, depth - 1, laps + 1))
+            worst = min(worst, maxmin(game, child, me, depth - 1, laps + 1, naive))
         best = max(best, worst)
     return best
 
@@ -121,6 +122,30 @@ def test_agrees_with_brute_force(spec):
                     value, action, _ = search(g, state.array, me, depth, prune=prune)
                     assert value == pytest.approx(truth, abs=1e-12), (spec, me, depth, prune)
                     assert action in state.legal_actions(me)
+
+
+def test_naive_evaluation_sees_only_results_within_the_horizon():
+    """`eval=naive` (study 000's Lazerbike opponent) is brute-force max-min with every unfinished
+    leaf worth zero: it still dodges the wall it would hit, but the cut-off that wins territory
+    two laps on (worth > 0.3 to the heuristic) is worth nothing to it."""
+    g = load_game("lazerbike")
+    for state in random_positions(g, 4, seed=5):
+        for me in range(2):
+            for depth in (1, 2):
+                truth = maxmin(g, state, me, depth, naive=True)
+                value, action, _ = search(g, state.array, me, depth, evaluation="naive")
+                assert value == pytest.approx(truth, abs=1e-12) and action in (L, F, R)
+    corner = state_from_setup(g, [(0, 0, "N"), (10, 10, "W")])
+    assert search(g, corner.array, 0, 2, evaluation="naive")[1] == R
+    assert agents.make("simab:depth=2,eval=naive", g, seed=0).step(corner.clone(), 0) == R
+    s = state_from_setup(g, [(7, 11, "W"), (7, 13, "E")])
+    for r in range(15):
+        if r != 7:
+            s.array[r * 15 + 10] = 2
+    assert search(g, s.array, 0, 2)[0] > 0.3
+    assert search(g, s.array, 0, 2, evaluation="naive")[0] == 0.0
+    with pytest.raises(AgentError, match="eval='smart'; expected heuristic or naive"):
+        agents.make("simab:eval=smart", g)
 
 
 def test_team_mates_are_enumerated_like_opponents_in_a_lap():

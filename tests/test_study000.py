@@ -50,6 +50,22 @@ def test_rows_follow_the_study_layout_with_wilson_intervals():
     assert replayed[0]["low"] < first["low"] - 0.05
 
 
+def test_lazerbike_alpha_beta_is_the_naive_simab_only():
+    """Study 000's Lazerbike alpha-beta scored only wins and losses (§4.4): heuristic simab, far
+    stronger, is not set beside Table 15; `simab:…,eval=naive` at any depth is."""
+    summary = {"pairings": [
+        pairing("m2", "simab", 1, 0, 9),
+        pairing("m2", "simab:depth=2,eval=naive", 4, 2, 4),
+        pairing("simab:eval=naive,depth=3", "m2", 5, 2, 3),
+        pairing("m2", "random:guards=safe", 6, 2, 2),
+    ]}  # fmt: skip
+    rows = study_rows(summary, {"m2": "Model 2"}, "lazerbike")
+    found = [(r["opponent"], r["spec"], r["wins"]) for r in rows]
+    assert found == [("alpha-beta", "simab:depth=2,eval=naive", 4),
+                     ("alpha-beta", "simab:eval=naive,depth=3", 3),
+                     ("random", "random:guards=safe", 6)]  # fmt: skip
+
+
 def test_report_names_its_profile_and_sets_the_study_beside_ours(tmp_path):
     (tmp_path / "evaluation" / "connect4").mkdir(parents=True)
     (tmp_path / "evaluation" / "connect4" / "summary.json").write_text(json.dumps(SUMMARY))
