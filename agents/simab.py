@@ -35,7 +35,7 @@ MAX_DEPTH = 64
 EVALUATIONS = ("heuristic", "naive")
 
 
-def leaf_kernel(game: Game, evaluation: str):
+def leaf_kernel(evaluation: str):
     """The evaluation kernel `eval=` names (None: the game's own heuristic)."""
     if evaluation not in EVALUATIONS:
         raise AgentError(f"simab: eval={evaluation!r}; expected {' or '.join(EVALUATIONS)}")
@@ -48,7 +48,7 @@ def search(game: Game, s: np.ndarray, player: int, depth: int, prune: bool = Tru
     """(value, best action, outcome) of one fixed-depth search from a fresh table; with
     `prune` off the windows never close, so every joint move is visited (plain max-min)."""
     core = AlphaBeta(game, "heuristic", table_bits=4, max_depth=depth, pruning=prune,
-                     heuristic=leaf_kernel(game, evaluation))  # fmt: skip
+                     heuristic=leaf_kernel(evaluation))  # fmt: skip
     out = core.search(s, player, depth, budget, root_hint=first)
     return out.value, (game.neutral_action if out.move < 0 else out.move), out
 
@@ -61,7 +61,7 @@ class SimABAgent(Agent):
         super().__init__(game, spec, seed)
         self.depth = option(options, "depth", int, 0)
         self.ms = option(options, "ms", float, 0.0)
-        heuristic = leaf_kernel(game, options.pop("eval", "heuristic"))
+        heuristic = leaf_kernel(options.pop("eval", "heuristic"))
         if options:
             raise AgentError(f"simab: unknown option(s) {sorted(options)}; known: depth, ms, eval")
         if self.depth < 0 or self.ms < 0 or self.depth > MAX_DEPTH:
