@@ -351,9 +351,7 @@ def test_a_failed_tournament_resumes_with_the_pairings_it_finished(chain, tmp_pa
     job = {"game": "connect4", "a": specs[first.name], "b": "random", "games": 4}
 
     def digest() -> str:
-        return pairing_digest(
-            job, {s: files_digest(first) for n, s in specs.items() if n == first.name}
-        )
+        return pairing_digest(job, {specs[first.name]: files_digest(first)})
 
     before = digest()
     (first / "changed").write_text("y")
