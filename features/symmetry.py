@@ -57,18 +57,25 @@ def augment(arrays: dict[str, np.ndarray], game) -> dict[str, np.ndarray]:
     symmetries = game_symmetries(game)
     n = len(next(iter(arrays.values()))) if arrays else 0
     out: dict[str, list[np.ndarray]] = {name: [] for name in arrays}
-    for obs_perm, act_perm in symmetries:
+    for symmetry in symmetries:
         for name, values in arrays.items():
-            if name == "planes":
-                flat = values.reshape(n, -1)[:, obs_perm]
-                out[name].append(flat.reshape(values.shape))
-            elif name in ("mask", "policy", "action_scores"):
-                out[name].append(values[:, act_perm])
-            elif name == "action":
-                mapped = map_actions(values, act_perm, game.neutral_action)
-                out[name].append(mapped.astype(values.dtype))
-            else:
-                out[name].append(values)
+            out[name].append(moved(name, values, symmetry, game.neutral_action))
     result = {name: np.concatenate(parts) for name, parts in out.items()}
     result["symmetry"] = np.repeat(np.arange(len(symmetries), dtype=np.int8), n)
     return result
+
+
+def moved(name: str, values: np.ndarray, symmetry: Symmetry, neutral: int = -1) -> np.ndarray:
+    """Column `name` of some rows under one symmetry: `planes` by the observation
+    permutation, `mask` / `policy` / `action_scores` by the action permutation, `action` to its
+    image, anything else unchanged. Training applies it per batch where augmenting every row
+    up front would not fit in memory (tactics: 4 symmetries of 4,320-action rows)."""
+    obs_perm, act_perm = symmetry
+    if name == "planes":
+        n = len(values)
+        return values.reshape(n, -1)[:, obs_perm].reshape(values.shape)
+    if name in ("mask", "policy", "action_scores"):
+        return values[:, act_perm]
+    if name == "action":
+        return map_actions(values, act_perm, neutral).astype(values.dtype)
+    return values

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from features.symmetry import game_symmetries, moved
 from models.base import ModelError, TrainingResult, artifact_metadata
 from models.export import checked_params, export_keras, keras_outputs, keras_seeded, split_by_game
 
@@ -156,15 +157,29 @@ def value_targets(arrays: dict[str, np.ndarray], q_weight: float, discount: floa
         if "plies_left" not in arrays:
             raise ModelError("playerzero: discount < 1 needs `plies_left` in the training rows")
         z = (z * discount ** np.asarray(arrays["plies_left"], dtype=np.float64)).astype(np.float32)
-    if not q_weight or "action_scores" not in arrays:
+    if not q_weight:
         return z
+    q = root_values(arrays)
+    if q is None:
+        return z
+    q = np.where(np.isfinite(q), discount * np.nan_to_num(q), z)
+    return ((1.0 - q_weight) * z + q_weight * np.clip(q, -1.0, 1.0)).astype(np.float32)
+
+
+def root_values(arrays: dict[str, np.ndarray]) -> np.ndarray | None:
+    """Each row's search root value (the visit-weighted mean of its children's scores), NaN
+    where the search left none; a stored `root_value` column, else from `action_scores`, else
+    None. Encoders keep the column instead of the scores: 4,320 floats a row on tactics."""
+    if "root_value" in arrays:
+        return np.asarray(arrays["root_value"], dtype=np.float32)
+    if "action_scores" not in arrays:
+        return None
     scores = np.nan_to_num(arrays["action_scores"], nan=0.0)
-    policy = arrays["policy"]
+    policy = np.asarray(arrays["policy"], dtype=np.float32)
     weight = policy.sum(axis=1)
     known = (weight > 0) & np.asarray(arrays.get("has_policy", weight > 0), dtype=bool)
-    q = discount * (policy * scores).sum(axis=1) / np.maximum(weight, 1e-9)
-    q = np.where(known, q, z)
-    return ((1.0 - q_weight) * z + q_weight * np.clip(q, -1.0, 1.0)).astype(np.float32)
+    q = (policy * scores).sum(axis=1) / np.maximum(weight, 1e-9)
+    return np.where(known, q, np.nan).astype(np.float32)
 
 
 def _check(params: dict[str, Any]) -> None:
@@ -201,15 +216,16 @@ def train(
         raise ModelError(f"playerzero trains on the planes encoding, not {meta.get('encoding')!r}")
     game = game_of(meta)
     shape = describe_game(game)
-    planes = np.asarray(arrays["planes"], dtype=np.float32)
+    planes = arrays["planes"]  # stored compact (float16 / uint8): cast per batch
     if list(planes.shape[1:]) != shape["observation_shape"]:
         raise ModelError(
             f"playerzero: planes of shape {list(planes.shape[1:])} do not fit {game.spec()}'s "
             f"observation {shape['observation_shape']}"
         )
-    mask = np.asarray(arrays["mask"], dtype=np.float32)
-    policy = np.asarray(arrays["policy"], dtype=np.float32)
-    has_policy = np.asarray(arrays.get("has_policy", policy.sum(axis=1) > 0), dtype=np.float32)
+    mask, policy = arrays["mask"], arrays["policy"]
+    has_policy = np.asarray(
+        arrays.get("has_policy", policy.sum(axis=1, dtype=np.float32) > 0), dtype=np.float32
+    )
     target = value_targets(arrays, float(params["q_weight"]), float(params["discount"]))
     train_rows, test_rows = split_by_game(arrays["game_id"], params["holdout"], params["seed"])
     keras = keras_seeded(params["seed"])
@@ -220,7 +236,7 @@ def train(
     started = time.perf_counter()
     history = _fit(
         keras, model, (planes, mask, policy, target, has_policy), train_rows, test_rows, params,
-        progress,
+        progress, game_symmetries(game)[: 1 if "symmetry" in arrays else None],
     )  # fmt: skip
     seconds = time.perf_counter() - started
     out_dir = Path(out_dir)
@@ -295,14 +311,15 @@ def _load_weights(model: Any, path: Path) -> None:
 TRACE_STEPS = 64
 
 
-def _fit(keras, model, data, train_rows, test_rows, params, progress) -> dict[str, list[float]]:
+def _fit(keras, model, data, train_rows, test_rows, params, progress,
+         symmetries) -> dict[str, list[float]]:  # fmt: skip
     """Minibatch Adam on policy CE + value MSE + L2; held-out metrics at each report point."""
     import tensorflow as tf
 
     planes, mask, policy, target, has_policy = data
     rows = np.flatnonzero(train_rows)
     batch = min(int(params["batch_size"]), len(rows))
-    per_epoch = max(1, len(rows) // batch)
+    per_epoch = max(1, len(rows) * len(symmetries) // batch)  # every row under every symmetry
     steps = int(params["steps"]) or int(params["epochs"]) * per_epoch
     warmup = max(1, steps // 20)
     schedule = keras.optimizers.schedules.CosineDecay(
@@ -327,6 +344,7 @@ def _fit(keras, model, data, train_rows, test_rows, params, progress) -> dict[st
     history: dict[str, list[float]] = {}
     report_every = per_epoch if params["steps"] == 0 else max(1, math.ceil(steps / 4))
     rng = np.random.default_rng(int(params["seed"]))
+    flips = np.random.default_rng([int(params["seed"]), 1])  # apart from the batch order
     order = rng.permutation(rows)
     cursor, running = 0, []
     for step in range(steps):
@@ -334,7 +352,8 @@ def _fit(keras, model, data, train_rows, test_rows, params, progress) -> dict[st
             order, cursor = rng.permutation(rows), 0
         pick = np.sort(order[cursor : cursor + batch])
         cursor += batch
-        out = train_step(planes[pick], mask[pick], policy[pick], target[pick], has_policy[pick])
+        x, m, p = symmetric_batch((planes[pick], mask[pick], policy[pick]), symmetries, flips)
+        out = train_step(x, m, p, target[pick], has_policy[pick])
         running.append([float(t) for t in out])
         if (step + 1) % report_every == 0 or step + 1 == steps:
             loss, p_loss, v_loss = np.mean(running, axis=0)
@@ -346,6 +365,22 @@ def _fit(keras, model, data, train_rows, test_rows, params, progress) -> dict[st
             if progress is not None:
                 progress(len(history["loss"]) - 1, metrics)
     return history
+
+
+def symmetric_batch(batch: tuple, symmetries: list, rng: np.random.Generator) -> tuple:
+    """(planes, mask, policy) as float32, each row under a random one of the game's symmetries:
+    augmentation drawn per batch, so the stored rows stay one copy each."""
+    planes, mask, policy = (np.asarray(a, dtype=np.float32) for a in batch)
+    if len(symmetries) < 2:
+        return planes, mask, policy
+    which = rng.integers(len(symmetries), size=len(planes))
+    for k in range(1, len(symmetries)):
+        rows = np.flatnonzero(which == k)
+        if len(rows):
+            planes[rows] = moved("planes", planes[rows], symmetries[k])
+            mask[rows] = moved("mask", mask[rows], symmetries[k])
+            policy[rows] = moved("policy", policy[rows], symmetries[k])
+    return planes, mask, policy
 
 
 def _policy_loss(tf: Any, logits: Any, target: Any, weight: Any) -> Any:
@@ -360,14 +395,16 @@ def evaluate(model: Any, data: tuple, rows: np.ndarray) -> dict[str, float]:
     idx = np.flatnonzero(rows)
     if not len(idx):
         return {}
-    logits, value = keras_outputs(model, [planes[idx], mask[idx]])
+    policy = np.asarray(policy[idx], dtype=np.float32)  # the held-out rows as stored
+    logits, value = keras_outputs(model, [np.asarray(planes[idx], dtype=np.float32),
+                                          np.asarray(mask[idx], dtype=np.float32)])  # fmt: skip
     logits = logits.astype(np.float64)
     logits -= logits.max(axis=1, keepdims=True)
     log_p = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
     weight = has_policy[idx]
-    ce = -(policy[idx] * np.where(policy[idx] > 0, log_p, 0.0)).sum(axis=1)
+    ce = -(policy * np.where(policy > 0, log_p, 0.0)).sum(axis=1)
     policy_loss = float((ce * weight).sum() / max(weight.sum(), 1.0))
-    agree = (np.argmax(logits, axis=1) == np.argmax(policy[idx], axis=1)) * weight
+    agree = (np.argmax(logits, axis=1) == np.argmax(policy, axis=1)) * weight
     value = value[:, 0]
     decisive = np.abs(target[idx]) > 0.5
     signs = np.sign(value[decisive]) == np.sign(target[idx][decisive])

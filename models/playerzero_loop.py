@@ -8,7 +8,8 @@ loses at most the step in flight and raising `generations` continues from the la
                                       network, `parallel` games per worker stepping together
   2 validate   gen-g/validation.json  the dataset's validation suite, or the loop stops
   3 encode     gen-g/encoded.npz      planes, mask, visit policy, outcome, plies left, root
-                                      values, under every symmetry of the game
+                                      values, one compact copy per position (training draws a
+                                      symmetry of the game per row and batch)
   4 train      networks/gG-sS/        every network of the curriculum (the coach and, while
                                       there is one, a larger student; seed 001 §3.3.3) on the
                                       last `window` generations, warm-started from its own
@@ -166,27 +167,35 @@ def validate(root: Path, g: int, validation: dict[str, Any]) -> dict[str, Any]:
 
 
 def encode(root: Path, g: int, game: Any) -> Path:
-    """gen-g/encoded.npz: the planes encoding plus plies left, under every symmetry."""
+    """gen-g/encoded.npz: the planes encoding plus plies left and each row's root value, one
+    copy per position stored compact (planes and policy float16, mask uint8); training draws
+    the symmetries per batch. Augmented up front in float32, tactics' first generation (54k
+    positions x 4 symmetries x 4,320-action rows) took more than this 24 GB machine."""
     from features.encode import planes, save
     from features.store import load_dataset, read_manifest
-    from features.symmetry import augment
+    from models.playerzero import root_values
 
     out = gen_dir(root, g) / "encoded.npz"
     if out.is_file():
         return out
     folder = gen_dir(root, g) / "data"
-    positions = load_dataset(folder, "positions")
     games = load_dataset(folder, "games")
-    arrays = planes(positions, game)
     lengths = dict(zip(games.column("game_id").to_pylist(), games.column("length").to_pylist(),
                        strict=True))  # fmt: skip
+    positions = load_dataset(folder, "positions")
     ply = positions.column("ply").to_numpy()
+    arrays = planes(positions, game)
+    del positions
+    arrays["root_value"] = root_values(arrays)
+    del arrays["action_scores"]
+    arrays["planes"] = arrays["planes"].astype(np.float16)
+    arrays["policy"] = arrays["policy"].astype(np.float16)
+    arrays["mask"] = arrays["mask"].astype(np.uint8)
     arrays["plies_left"] = np.array(
         [lengths[i] - p for i, p in zip(arrays["game_id"].tolist(), ply.tolist(), strict=True)],
         dtype=np.int16,
     )
     arrays["game_id"] = arrays["game_id"] + (np.int64(g) << GEN_BITS)
-    arrays = augment(arrays, game)
     meta = {"encoding": "planes", "game": game.spec(), "generation": g,
             "manifest_hash": read_manifest(folder)["content_hash"],
             "rows": len(arrays["planes"])}  # fmt: skip

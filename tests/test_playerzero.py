@@ -17,6 +17,7 @@ from agents.pv_net import PolicyValueNet
 from engine import parse_game_spec
 from features.encode import planes
 from features.store import generate_dataset, load_dataset
+from features.symmetry import game_symmetries
 from models import playerzero
 from models.base import ModelError
 
@@ -103,6 +104,30 @@ def test_warm_start_continues_from_saved_weights(trained, tmp_path):
     with pytest.raises(ModelError, match="warm start"):
         playerzero.train(arrays, meta, {"scale": 2, "steps": 1, "warm_start": str(warm)},
                          tmp_path / "bad")  # fmt: skip
+
+
+def test_batches_draw_one_symmetry_per_row_moving_planes_mask_and_policy_together(trained):
+    """Augmenting per batch gives, row by row, one of the copies augmenting up front makes."""
+    _, arrays = trained
+    game = parse_game_spec("connect4")
+    n = int((arrays["symmetry"] == 0).sum())
+    one = {k: arrays[k][:n] for k in ("planes", "mask", "policy")}
+    compact = (one["planes"].astype(np.float16), one["mask"].astype(np.uint8),
+               one["policy"].astype(np.float16))  # fmt: skip
+    symmetries = game_symmetries(game)
+    x, m, p = playerzero.symmetric_batch(compact, symmetries, np.random.default_rng(3))
+    assert x.dtype == m.dtype == p.dtype == np.float32
+    drawn = []
+    for i in range(n):
+        copies = [k for k in range(len(symmetries))
+                  if np.array_equal(x[i], arrays["planes"][k * n + i])
+                  and np.array_equal(m[i], arrays["mask"][k * n + i])
+                  and np.allclose(p[i], arrays["policy"][k * n + i], atol=1e-3)]  # fmt: skip
+        assert copies, f"row {i} is no symmetric copy of its position"
+        drawn.append(copies[0])
+    assert set(drawn) == {0, 1}  # both the identity and the mirror were drawn
+    alone = playerzero.symmetric_batch(compact, symmetries[:1], np.random.default_rng(3))
+    assert np.array_equal(alone[0], one["planes"]) and np.array_equal(alone[1], one["mask"])
 
 
 def test_heads_follow_the_games_action_layout():

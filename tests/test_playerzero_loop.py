@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -183,3 +184,13 @@ def test_the_loop_runs_on_tactics_chance_draws_and_multi_action_turns(tmp_path, 
     assert first["registry"]["version"] == "1"
     match = second["evaluation"]["match"]
     assert match["spec_b"] == "random" and match["wins"] + match["draws"] + match["losses"] == 2
+    # one compact copy per position (4 symmetries x 4,320-action float32 rows did not fit the
+    # full profile's first generation in 24 GB); training draws the symmetries per batch
+    from features.encode import load
+    from features.store import load_dataset
+
+    encoded, _ = load(home / "gen-000" / "encoded.npz")
+    positions = load_dataset(home / "gen-000" / "data", "positions").num_rows
+    assert len(encoded["planes"]) == positions and "symmetry" not in encoded
+    assert encoded["planes"].dtype == np.float16 and encoded["mask"].dtype == np.uint8
+    assert "action_scores" not in encoded and len(encoded["root_value"]) == positions
