@@ -9,7 +9,12 @@ line-ups with sides swapped (benchmarks/tactics_pairings.py). `--partial` reads 
 hash-checked shards of a dataset whose generation was stopped, and says so in the output.
 
     .venv/bin/python benchmarks/hps_learned.py --data DIR [--partial] [--widths 64,256]
-        [--ms 50] [--scenarios 100] [--workers 2] --out reports/study-004
+        [--ms 50] [--scenarios 100] [--workers 2] [--every N] [--cell-encoder E]
+        [--pool mean] [--playout-weight W] --out reports/study-004
+
+The study's "Master Bot" data is HPS_P playing itself on seeded line-ups:
+`gridbots generate tactics imitation --agents "hps:ms=10,eval=playout,hps:ms=10,eval=playout"
+--w 0 --y 1 ...` (every game one line, X games).
 """
 
 from __future__ import annotations
@@ -23,23 +28,30 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+COLUMNS = ["game_id", "ply", "player", "state", "outcome"]  # what value-planes reads
 
-def positions_table(root: Path, partial: bool) -> tuple[pa.Table, dict]:
-    """The dataset's positions and what was read: every shard, or the committed ones."""
-    from features.schema import SCHEMAS
-    from features.store import load_dataset, read_manifest, read_verified, shard_path
+
+def positions_table(root: Path, partial: bool, every: int = 1) -> tuple[pa.Table, dict]:
+    """The dataset's positions (every shard, or with `partial` the committed ones), each shard
+    hash-checked, only the columns value-planes reads and every `every`-th ply of each game:
+    6,000 tactics games hold 220k positions of 80 KB (planes and masks), more than memory."""
+    from features.errors import DataError
+    from features.store import read_manifest, read_verified, shard_path
 
     manifest = read_manifest(root)
-    if manifest.get("complete") or not partial:
-        table = load_dataset(root, "positions")
-        return table, {"shards": manifest["planned_shards"], "planned": manifest["planned_shards"]}
+    if not manifest.get("complete") and not partial:
+        raise DataError(f"{root}: the dataset is not complete (--partial reads what is)")
     shards = manifest["shards"]
-    parts = [
-        pq.read_table(pa.BufferReader(read_verified(shard_path(root, "positions", int(k)),
-                                                    shards[k]["sha256"]["positions"])))
-        .cast(SCHEMAS["positions"])
-        for k in sorted(shards, key=int)
-    ]  # fmt: skip
+    parts = []
+    for k in sorted(shards, key=int):
+        part = pq.read_table(pa.BufferReader(read_verified(shard_path(root, "positions", int(k)),
+                                                           shards[k]["sha256"]["positions"])),
+                             columns=COLUMNS)  # fmt: skip
+        if part.num_rows != shards[k]["rows"]["positions"]:
+            raise DataError(f"shard {k} has {part.num_rows} positions, the manifest says otherwise")
+        if every > 1:
+            part = part.filter(pa.array(part.column("ply").to_numpy() % every == 0))
+        parts.append(part)
     return pa.concat_tables(parts), {"shards": len(shards), "planned": manifest["planned_shards"]}
 
 
@@ -86,7 +98,16 @@ def main() -> None:
     parser.add_argument("--max-positions", type=int, default=24_000)  # 2 rows of 45 KB each
     parser.add_argument("--game", default="tactics")
     parser.add_argument("--widths", default="64,256")
+    parser.add_argument("--every", type=int, default=1, help="keep every N-th ply of a game")
+    parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--cell-encoder", type=int, default=8)
+    parser.add_argument("--pool", choices=("none", "mean"), default="none")
+    parser.add_argument(
+        "--playout-weight",
+        type=float,
+        default=0.0,
+        help="targets: (1 - w) result + w scripted playout (value-planes)",
+    )
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--ms", type=float, default=50.0)
     parser.add_argument("--scenarios", type=int, default=100)
@@ -103,9 +124,9 @@ def main() -> None:
 
     game = parse_game_spec(args.game)
     began = time.perf_counter()
-    positions, read = positions_table(args.data, args.partial)
+    positions, read = positions_table(args.data, args.partial, args.every)
     positions = whole_games(positions, args.max_positions)
-    arrays = enc.encoding("value-planes")[1](positions, game)
+    arrays = enc.value_planes(positions, game, playout_weight=args.playout_weight)
     states = enc.list_matrix(positions.column("state"), len(positions["state"][0]), np.int64)
     sample = states[np.random.default_rng(0).choice(len(states), 256, replace=False)]
     report = {"data": str(args.data), **read, "positions": positions.num_rows,
@@ -113,13 +134,15 @@ def main() -> None:
     report["playout_us_per_position"] = evaluation_speed(game, None, sample)
     models = []
     for width in (int(w) for w in args.widths.split(",")):
-        params = {"layers": 2, "width": width, "epochs": args.epochs, "batch_size": 256,
-                  "cell_encoder": args.cell_encoder, "holdout": 0.2, "seed": 0}  # fmt: skip
+        params = {"layers": args.layers, "width": width, "epochs": args.epochs,
+                  "batch_size": 256, "cell_encoder": args.cell_encoder, "pool": args.pool,
+                  "holdout": 0.2, "seed": 0}  # fmt: skip
         result = value_mlp.train(arrays, {"encoding": "value-planes", "game": game.spec()},
                                  params, args.out / f"value-w{width}")  # fmt: skip
         models.append(result.artifact)
         report["networks"].append({
-            "width": width, "cell_encoder": args.cell_encoder, "model": str(result.artifact),
+            "width": width, "cell_encoder": args.cell_encoder, "pool": args.pool,
+            "playout_weight": args.playout_weight, "model": str(result.artifact),
             **{k: result.metrics[k] for k in ("held_out_accuracy", "majority_accuracy",
                                               "held_out_brier", "held_out_draw_share")},
             "us_per_position": evaluation_speed(game, result.artifact, sample),

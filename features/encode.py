@@ -237,27 +237,41 @@ def planes(positions: Any, game, augment: bool = False) -> dict[str, np.ndarray]
     return arrays
 
 
-def value_planes(positions: Any, game) -> dict[str, np.ndarray]:
+def value_planes(positions: Any, game, playout_weight: float = 0.0) -> dict[str, np.ndarray]:
     """Value-network rows over observation planes seen from BOTH players of a two-player game:
     each position twice, once per player, with that player's outcome (the mover's negated for
     the other). A search asks a value network about positions where either side, or chance, is
-    to move; seen from one side only, half of them would lie outside its training data."""
+    to move; seen from one side only, half of them would lie outside its training data.
+
+    `playout_weight` w > 0 (games with a portfolio): the target is (1 - w) x the game's result
+    + w x the result of the portfolio's scripted playout from the position, a second opinion on
+    the position itself that separates positions of one game, which the result alone cannot."""
+    if not 0.0 <= playout_weight <= 1.0:
+        raise DataError(f"value-planes: playout_weight {playout_weight} must lie in [0, 1]")
+    portfolio = getattr(game, "portfolio", None)
+    if playout_weight and portfolio is None:
+        raise DataError(f"value-planes: {game.name} has no scripted playout (playout_weight)")
     table = arrow(positions)
     states = _states(table)
     info = _row_info(table)
     size = int(np.prod(game.observation_shape))
     n = len(states)
     planes = np.zeros((2 * n, size), dtype=np.float32)
+    playouts = np.zeros(2 * n, dtype=np.float32)
     for i, s in enumerate(states):
         for side in (0, 1):
             game.kernels.observation(s, side, planes[2 * i + side])
+            if playout_weight:
+                playouts[2 * i + side] = portfolio.playout(s, side)
     mover_is_zero = info["player"] == 0
     outcome = np.empty(2 * n, dtype=np.float32)
     outcome[0::2] = np.where(mover_is_zero, info["outcome"], -info["outcome"])
     outcome[1::2] = -outcome[0::2]
+    if playout_weight:
+        outcome = (1.0 - playout_weight) * np.clip(outcome, -1.0, 1.0) + playout_weight * playouts
     return {
         "planes": planes.reshape(2 * n, *game.observation_shape),
-        "outcome": outcome,
+        "outcome": outcome.astype(np.float32),
         "player": np.tile(np.array([0, 1], dtype=np.int8), n),
         "game_id": np.repeat(info["game_id"], 2),
     }

@@ -37,6 +37,7 @@ DEFAULTS: dict[str, Any] = {
     "learning_rate": 0.001,
     "dropout": 0.0,  # after each hidden layer
     "cell_encoder": 0,  # value-planes: E > 0 puts one Dense(E) shared by every cell first
+    "pool": "none",  # with cell_encoder: "mean" averages the cells' codes (order-free totals)
     "holdout": 0.2,  # share of games held out
     "seed": 0,
 }
@@ -47,9 +48,10 @@ ENCODER = "agents.value_features.encode_state"
 
 
 def labels(outcome: np.ndarray) -> np.ndarray:
-    """Soft targets of the side to move: win 1, loss 0, draw 0.5."""
-    outcome = np.asarray(outcome, dtype=np.float32)
-    return np.where(outcome > 0, 1.0, np.where(outcome < 0, 0.0, 0.5)).astype(np.float32)
+    """Soft targets of the side to move: win 1, loss 0, draw 0.5; a blended target in (-1, 1)
+    (value-planes' playout_weight) in between, (1 + outcome) / 2."""
+    outcome = np.clip(np.asarray(outcome, dtype=np.float32), -1.0, 1.0)
+    return ((1.0 + outcome) / 2.0).astype(np.float32)
 
 
 def build(params: dict[str, Any], size: int, keras: Any, planes: tuple | None = None):
@@ -63,7 +65,10 @@ def build(params: dict[str, Any], size: int, keras: Any, planes: tuple | None = 
         x = keras.layers.Reshape((channels, cells))(x)
         x = keras.layers.Permute((2, 1))(x)
         x = keras.layers.Dense(int(params["cell_encoder"]), activation="relu")(x)
-        x = keras.layers.Flatten()(x)
+        if params.get("pool", "none") == "mean":
+            x = keras.layers.GlobalAveragePooling1D()(x)
+        else:
+            x = keras.layers.Flatten()(x)
     for _ in range(int(params["layers"])):
         x = keras.layers.Dense(int(params["width"]), activation="relu")(x)
         if params["dropout"]:
@@ -76,7 +81,7 @@ def scores(probability: np.ndarray, target: np.ndarray) -> dict[str, float]:
     """Accuracy on decisive positions (p > 0.5 ⇔ win), Brier score on all of them."""
     probability = np.asarray(probability, dtype=np.float64).ravel()
     decisive = target != 0.5
-    hits = (probability[decisive] > 0.5) == (target[decisive] == 1.0)
+    hits = (probability[decisive] > 0.5) == (target[decisive] > 0.5)
     return {
         "val_accuracy": float(hits.mean()) if decisive.any() else 0.0,
         "val_brier": float(np.mean((probability - target) ** 2)) if len(target) else 0.0,
@@ -89,6 +94,10 @@ def _check(params: dict[str, Any]) -> None:
             raise ModelError(f"value-mlp: {key}={params[key]} must be at least 1")
     if params["cell_encoder"] < 0:
         raise ModelError("value-mlp: cell_encoder must be 0 (none) or a width")
+    if params["pool"] not in ("none", "mean"):
+        raise ModelError(f"value-mlp: pool={params['pool']!r}; expected none or mean")
+    if params["pool"] == "mean" and not params["cell_encoder"]:
+        raise ModelError("value-mlp: pool=mean averages the cell encoder's codes: set cell_encoder")
     if not 0.0 <= params["dropout"] < 1.0:
         raise ModelError(f"value-mlp: dropout={params['dropout']} must lie in [0, 1)")
 
@@ -137,7 +146,7 @@ def train(
     metadata = artifact_metadata(
         meta["game"], "value-mlp", encoding, "value",
         input_size=inputs.shape[1], layers=params["layers"], width=params["width"],
-        cell_encoder=params["cell_encoder"],
+        cell_encoder=params["cell_encoder"], pool=params["pool"],
         encoder=ENCODER, count_length=40,
         output="probability that the side to move wins (draws count half)",
     )  # fmt: skip
@@ -150,7 +159,7 @@ def train(
         "held_out_loss": final.get("val_loss", float("nan")),
         "held_out_accuracy": final.get("val_accuracy", 0.0),
         "held_out_brier": final.get("val_brier", float("nan")),
-        "majority_accuracy": float((y_test[decisive] == majority).mean())
+        "majority_accuracy": float(((y_test[decisive] > 0.5) == majority).mean())
         if decisive.any()
         else 0.0,
         "held_out_draw_share": float((~decisive).mean()) if len(y_test) else 0.0,

@@ -90,3 +90,60 @@ def test_learned_leaves_come_from_a_trained_value_network_in_batches(tmp_path):
 
     played = make(f"onnx:{result.artifact}:depth=1", game, seed=0)  # as the registry plays it
     assert isinstance(played, HPSAgent) and played.step(state) in state.legal_actions()
+
+
+def test_playout_weighted_targets_and_a_cell_pooled_network(tmp_path):
+    """value-planes' playout_weight blends each row's result with the portfolio's scripted
+    playout from that position, seen from that row's side; pool=mean averages the cell
+    encoder's codes, so the network cannot tell where on the board a unit stands."""
+    import numpy as np
+
+    from features import encode as enc
+    from features.errors import DataError
+    from features.store import generate_dataset, load_dataset
+    from models import value_mlp
+    from models.base import ModelError
+
+    spec = "tactics:units=1"
+    game = parse_game_spec(spec)
+    generate_dataset(tmp_path / "data", spec, "randomized", {"x": 6, "y": 2}, seed=1)
+    positions = load_dataset(tmp_path / "data", "positions")
+    plain = enc.value_planes(positions, game)
+    half = enc.value_planes(positions, game, playout_weight=0.5)
+    states = enc.list_matrix(positions.column("state"), len(positions["state"][0]), np.int64)
+    playouts = np.array([game.portfolio.playout(s, side) for s in states for side in (0, 1)])
+    assert np.allclose(half["outcome"], 0.5 * plain["outcome"] + 0.5 * playouts)
+    assert np.array_equal(half["planes"], plain["planes"])
+    assert len(set(playouts.tolist())) > 1  # the playouts tell positions apart
+    with pytest.raises(DataError, match="playout"):
+        enc.value_planes(load_dataset(_c4_data(tmp_path), "positions"),
+                         parse_game_spec("connect4"), playout_weight=0.5)  # fmt: skip
+    with pytest.raises(DataError, match="playout_weight"):
+        enc.value_planes(positions, game, playout_weight=1.5)
+
+    params = {"layers": 1, "width": 8, "epochs": 1, "cell_encoder": 4, "pool": "mean",
+              "holdout": 0.3}  # fmt: skip
+    result = value_mlp.train(half, {"encoding": "value-planes", "game": spec}, params,
+                             tmp_path / "model")  # fmt: skip
+    from agents.onnx_eval import open_session
+
+    session, meta = open_session(result.artifact)
+    assert meta["gridbots.pool"] == "mean"
+    x = half["planes"][:8]
+    cells = np.random.default_rng(0).permutation(x.shape[2] * x.shape[3])
+    moved = x.reshape(8, x.shape[1], -1)[:, :, cells].reshape(8, -1)
+    name = session.get_inputs()[0].name
+    here = session.run(None, {name: x.reshape(8, -1)})[0]
+    there = session.run(None, {name: moved})[0]
+    assert np.allclose(here, there, atol=1e-5) and np.ptp(here) > 0
+    with pytest.raises(ModelError, match="cell_encoder"):
+        value_mlp.train(half, {"encoding": "value-planes", "game": spec},
+                        {**params, "cell_encoder": 0}, tmp_path / "bad")  # fmt: skip
+
+
+def _c4_data(tmp_path):
+    from features.store import generate_dataset
+
+    folder = tmp_path / "c4"
+    generate_dataset(folder, "connect4", "randomized", {"x": 3, "y": 1}, seed=1)
+    return folder

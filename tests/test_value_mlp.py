@@ -152,7 +152,8 @@ def test_every_grid_size_trains():
 
 
 def test_soft_labels():
-    assert value_mlp.labels(np.array([2.0, -1.0, 0.0, 0.5])).tolist() == [1.0, 0.0, 0.5, 1.0]
+    # results (any score clips to a result) and blended targets in between
+    assert value_mlp.labels(np.array([2.0, -1.0, 0.0, 0.5])).tolist() == [1.0, 0.0, 0.5, 0.75]
     scores = value_mlp.scores(np.array([0.9, 0.2, 0.7]), np.array([1.0, 1.0, 0.5]))
     assert scores["val_accuracy"] == 0.5  # the draw is not counted
     assert scores["val_brier"] == pytest.approx((0.01 + 0.64 + 0.04) / 3)
