@@ -158,4 +158,12 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    from features.errors import DataError
+
+    try:
+        main()
+    except DataError as error:  # an incomplete or damaged dataset: one line, exit code 2
+        print(f"hps_learned: {error}", file=sys.stderr)
+        sys.exit(2)
