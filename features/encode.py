@@ -248,7 +248,7 @@ def value_planes(positions: Any, game, playout_weight: float = 0.0) -> dict[str,
     the position itself that separates positions of one game, which the result alone cannot."""
     if not 0.0 <= playout_weight <= 1.0:
         raise DataError(f"value-planes: playout_weight {playout_weight} must lie in [0, 1]")
-    portfolio = getattr(game, "portfolio", None)
+    portfolio = game.portfolio
     if playout_weight and portfolio is None:
         raise DataError(f"value-planes: {game.name} has no scripted playout (playout_weight)")
     table = arrow(positions)
