@@ -10,7 +10,7 @@ hash-checked shards of a dataset whose generation was stopped, and says so in th
 
     .venv/bin/python benchmarks/hps_learned.py --data DIR [--partial] [--widths 64,256]
         [--ms 50] [--scenarios 100] [--workers 2] [--every N] [--cell-encoder E]
-        [--pool mean] [--playout-weight W] --out reports/study-004
+        [--pool mean] [--playout-weight W] [--plies all] --out reports/study-004
 
 The study's "Master Bot" data is HPS_P playing itself on seeded line-ups:
 `gridbots generate tactics imitation --agents "hps:ms=10,eval=playout,hps:ms=10,eval=playout"
@@ -52,6 +52,28 @@ def positions_table(root: Path, partial: bool, every: int = 1) -> tuple[pa.Table
         if every > 1:
             part = part.filter(pa.array(part.column("ply").to_numpy() % every == 0))
         parts.append(part)
+    return pa.concat_tables(parts), {"shards": len(shards), "planned": manifest["planned_shards"]}
+
+
+def replayed_table(root: Path, partial: bool, game, every: int) -> tuple[pa.Table, dict]:
+    """Every `every`-th state of each game replayed from its games table, chance nodes
+    included (`features.encode.replayed_positions`), each shard hash-checked: the search's
+    leaves are mostly chance nodes (a unit's draw pending), which no decision-point row is."""
+    from features.encode import replayed_positions
+    from features.errors import DataError
+    from features.store import read_manifest, read_verified, shard_path
+
+    manifest = read_manifest(root)
+    if not manifest.get("complete") and not partial:
+        raise DataError(f"{root}: the dataset is not complete (--partial reads what is)")
+    shards = manifest["shards"]
+    parts = []
+    for k in sorted(shards, key=int):
+        data = read_verified(shard_path(root, "games", int(k)), shards[k]["sha256"]["games"])
+        games = pq.read_table(pa.BufferReader(data))
+        if games.num_rows != shards[k]["rows"]["games"]:
+            raise DataError(f"shard {k} has {games.num_rows} games, the manifest says otherwise")
+        parts.append(replayed_positions(games, game, every))
     return pa.concat_tables(parts), {"shards": len(shards), "planned": manifest["planned_shards"]}
 
 
@@ -99,6 +121,12 @@ def main() -> None:
     parser.add_argument("--game", default="tactics")
     parser.add_argument("--widths", default="64,256")
     parser.add_argument("--every", type=int, default=1, help="keep every N-th ply of a game")
+    parser.add_argument(
+        "--plies",
+        choices=("decisions", "all"),
+        default="decisions",
+        help="decisions: the dataset's positions; all: every ply replayed, chance nodes too",
+    )
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--cell-encoder", type=int, default=8)
     parser.add_argument("--pool", choices=("none", "mean"), default="none")
@@ -124,13 +152,16 @@ def main() -> None:
 
     game = parse_game_spec(args.game)
     began = time.perf_counter()
-    positions, read = positions_table(args.data, args.partial, args.every)
+    if args.plies == "all":
+        positions, read = replayed_table(args.data, args.partial, game, args.every)
+    else:
+        positions, read = positions_table(args.data, args.partial, args.every)
     positions = whole_games(positions, args.max_positions)
     arrays = enc.value_planes(positions, game, playout_weight=args.playout_weight)
     states = enc.list_matrix(positions.column("state"), len(positions["state"][0]), np.int64)
     sample = states[np.random.default_rng(0).choice(len(states), 256, replace=False)]
     report = {"data": str(args.data), **read, "positions": positions.num_rows,
-              "rows": len(arrays["outcome"]), "networks": []}  # fmt: skip
+              "rows": len(arrays["outcome"]), "plies": args.plies, "networks": []}  # fmt: skip
     report["playout_us_per_position"] = evaluation_speed(game, None, sample)
     models = []
     for width in (int(w) for w in args.widths.split(",")):

@@ -21,7 +21,7 @@ sample; `ENCODINGS` names them for `gridbots encode`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -235,6 +235,48 @@ def planes(positions: Any, game, augment: bool = False) -> dict[str, np.ndarray]
 
         arrays = apply_symmetries(arrays, game)
     return arrays
+
+
+def replay(game, seed: int, scenario: str | None, moves: list[int]) -> Iterator[Any]:
+    """The states a games row passes through from its seeded scenario, each yielded before its
+    step is applied and the last after it; a simultaneous lap takes num_players moves at once.
+    Positions tables hold decision points only; a search also meets chance nodes."""
+    options = json.loads(scenario or "{}")
+    options.pop("opening", None)  # the opening is already in the history
+    state = game.new_initial_state(seed=int(seed), **options)
+    k = 0
+    while k < len(moves):
+        yield state
+        if state.is_simultaneous_node():
+            state.apply_actions(moves[k : k + game.num_players])
+            k += game.num_players
+        else:
+            state.apply_action(moves[k])
+            k += 1
+    yield state
+
+
+def replayed_positions(games: Any, game, every: int = 1) -> pa.Table:
+    """Every `every`-th state of each game replayed from the games table, chance nodes and
+    both movers alike, as a positions table value-planes reads (`player` 0 and player 0's
+    result as `outcome`): what a search's leaves look like, not only where someone decided."""
+    table = arrow(games)
+    columns: dict[str, list] = {"game_id": [], "ply": [], "player": [], "state": [], "outcome": []}
+    for row in table.select(["game_id", "seed", "scenario", "history", "returns"]).to_pylist():
+        for ply, state in enumerate(replay(game, row["seed"], row["scenario"], row["history"])):
+            if ply % every == 0 and not state.is_terminal():
+                columns["game_id"].append(row["game_id"])
+                columns["ply"].append(ply)
+                columns["player"].append(0)
+                columns["state"].append(state.array.astype(np.int64))
+                columns["outcome"].append(row["returns"][0])
+    return pa.table({
+        "game_id": pa.array(columns["game_id"], pa.int64()),
+        "ply": pa.array(columns["ply"], pa.int32()),
+        "player": pa.array(columns["player"], pa.int8()),
+        "state": pa.array(columns["state"], pa.list_(pa.int64())),
+        "outcome": pa.array(columns["outcome"], pa.float32()),
+    })  # fmt: skip
 
 
 def value_planes(positions: Any, game, playout_weight: float = 0.0) -> dict[str, np.ndarray]:

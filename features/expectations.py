@@ -9,7 +9,6 @@ rebuild states run on a seeded sample of rows (`sample`); the others see every r
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -179,23 +178,15 @@ def games_suite(game, tables: dict[str, pa.Table], sample: int, seed: int) -> Su
 def _replays(game, t: pa.Table, i: int, returns: np.ndarray) -> bool:
     """Replays a games row with the State API: legal, `length` steps, returns if terminal."""
     from engine.protocol import IllegalActionError
+    from features.encode import replay
 
     moves = t.column("history")[i].as_py()
+    seed, scenario = t.column("seed")[i].as_py(), t.column("scenario")[i].as_py()
     try:
-        scenario = json.loads(t.column("scenario")[i].as_py() or "{}")
-        scenario.pop("opening", None)
-        state = game.new_initial_state(seed=int(t.column("seed")[i].as_py()), **scenario)
-        steps, k = 0, 0
-        while k < len(moves):
-            if state.is_simultaneous_node():
-                state.apply_actions(moves[k : k + game.num_players])
-                k += game.num_players
-            else:
-                state.apply_action(moves[k])
-                k += 1
-            steps += 1
+        states = list(replay(game, seed, scenario, moves))  # one State, yielded at every step
     except (IllegalActionError, ValueError, TypeError, IndexError):
         return False
+    state, steps = states[-1], len(states) - 1
     if steps != t.column("length")[i].as_py():
         return False
     return not state.is_terminal() or np.allclose(state.returns(), returns, atol=1e-6)

@@ -355,3 +355,40 @@ def test_encoded_file_records_the_dataset_content_hash(dataset):
     _, meta = enc.encode_dataset(dataset, "quantitative")
     assert meta["manifest_hash"] == read_manifest(dataset)["content_hash"]
     assert len(meta["manifest_hash"]) == 64
+
+
+def test_replayed_positions_hold_every_ply_and_agree_with_the_recorded_decisions(tmp_path):
+    """Replaying a tactics games table gives every ply's state, chance nodes (a unit's draw
+    pending) included; at the plies where the generator recorded a decision, the replayed
+    state is the recorded one, and each row carries player 0's result."""
+    from engine.protocol import CHANCE
+    from features.store import generate_dataset, load_dataset
+
+    spec = "tactics:units=1"
+    game = load_game("tactics", units=1)
+    options = {"x": 3, "y": 1, "w": 0.0, "agents": ["random", "random"]}
+    generate_dataset(tmp_path / "data", spec, "imitation", options, seed=1)
+    games = load_dataset(tmp_path / "data", "games")
+    decisions = load_dataset(tmp_path / "data", "positions")
+    every = enc.replayed_positions(games, game)
+    assert every.num_rows == sum(games.column("length").to_pylist())  # the terminal one dropped
+    states = enc.list_matrix(every.column("state"), len(every["state"][0]), np.int64)
+    key = {(g, p): i for i, (g, p) in enumerate(zip(every["game_id"].to_pylist(),
+                                                    every["ply"].to_pylist()))}  # fmt: skip
+    recorded = enc.list_matrix(decisions.column("state"), len(every["state"][0]), np.int64)
+    for row, (g, ply) in enumerate(zip(decisions["game_id"].to_pylist(),
+                                       decisions["ply"].to_pylist())):  # fmt: skip
+        assert np.array_equal(states[key[(g, ply)]], recorded[row])
+    probe = game.new_initial_state(seed=0)
+    movers = []
+    for s in states:
+        probe.array[:] = s
+        movers.append(probe.current_player())
+    assert CHANCE in movers and 0 in movers and 1 in movers
+    returns = {r["game_id"]: r["returns"][0] for r in games.to_pylist()}
+    assert every["outcome"].to_pylist() == [returns[g] for g in every["game_id"].to_pylist()]
+    sparse = enc.replayed_positions(games, game, every=3)
+    assert set(sparse["ply"].to_pylist()) <= set(range(0, 10_000, 3))
+    assert sparse.num_rows == sum(1 for p in every["ply"].to_pylist() if p % 3 == 0)
+    arrays = enc.value_planes(sparse, game)
+    assert np.array_equal(arrays["outcome"][1::2], -arrays["outcome"][0::2])
