@@ -22,11 +22,13 @@ import numpy as np
 
 
 def _block(args: tuple) -> list[dict]:
-    game_spec, spec_a, spec_b, first, count, queue = args
+    game_spec, spec_a, spec_b, first, count, queue, workers = args
     from agents import make
+    from agents.onnx_runtime import share_cores
     from engine import parse_game_spec
     from engine.tournament import MatchConfig, play_pairing
 
+    share_cores(workers)  # a network bot's onnxruntime threads must not spin on the other's core
     game = parse_game_spec(game_spec)
     config = MatchConfig(games=2 * count, seed=first)
     rows = play_pairing(
@@ -75,7 +77,7 @@ def play(game_spec: str, spec_a: str, spec_b: str, scenarios: int, seed: int, wo
     began = time.perf_counter()
     with mp.Manager() as manager:
         queue = manager.Queue()
-        jobs = [(game_spec, spec_a, spec_b, f, n, queue) for f, n in blocks if n > 0]
+        jobs = [(game_spec, spec_a, spec_b, f, n, queue, workers) for f, n in blocks if n > 0]
         with mp.get_context("spawn").Pool(len(jobs)) as pool, Progress() as progress:
             task = progress.add_task(f"{spec_a} vs {spec_b}", total=2 * scenarios)
             pending = pool.map_async(_block, jobs)

@@ -277,3 +277,31 @@ def epoch_reporter(keras: Any, evaluate: Any, history: dict[str, list[float]], p
                 progress(epoch, metrics)
 
     return Reporter()
+
+
+def row_batches(keras: Any, arrays: list[np.ndarray], rows: np.ndarray, batch_size: int,
+                seed: int | None = None) -> Any:  # fmt: skip
+    """A Keras dataset of `rows` of `arrays`, sliced batch by batch (reshuffled each epoch from
+    `seed`; in order when None): the training and held-out splits stay views of one array, where
+    fitting on `x[train]` and `x[test]` copies them (tactics' value planes are 45 KB a row)."""
+    rows = np.flatnonzero(rows) if rows.dtype == bool else np.asarray(rows, dtype=np.int64)
+
+    class Rows(keras.utils.PyDataset):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rng = None if seed is None else np.random.default_rng(seed)
+            self.order = self.rng.permutation(rows) if self.rng is not None else rows
+
+        def __len__(self) -> int:
+            return -(-len(rows) // batch_size)
+
+        def __getitem__(self, index: int) -> tuple:
+            pick = np.sort(self.order[index * batch_size : (index + 1) * batch_size])
+            parts = tuple(a[pick] for a in arrays)
+            return parts if len(parts) > 1 else parts[0]
+
+        def on_epoch_end(self) -> None:
+            if self.rng is not None:
+                self.order = self.rng.permutation(rows)
+
+    return Rows()

@@ -23,6 +23,7 @@ from models.export import (
     export_keras,
     keras_outputs,
     keras_seeded,
+    row_batches,
     split_by_game,
 )
 
@@ -126,21 +127,21 @@ def train(
     model = build(params, inputs.shape[1], keras, planes)
     model.compile(optimizer=keras.optimizers.Adam(params["learning_rate"]),
                   loss="binary_crossentropy")  # fmt: skip
-    x_test, y_test = inputs[test_rows], target[test_rows]
+    y_test = target[test_rows]
+    column = target[:, None]
+    batch = int(params["batch_size"])
     history: dict[str, list[float]] = {}
+
+    def held_out() -> dict[str, float]:
+        test = row_batches(keras, [inputs], test_rows, 1024)
+        return scores(np.concatenate([keras_outputs(model, b) for b in test]), y_test)
+
     model.fit(
-        inputs[train_rows],
-        target[train_rows, None],
-        validation_data=(x_test, y_test[:, None]),
-        batch_size=int(params["batch_size"]),
+        row_batches(keras, [inputs, column], train_rows, batch, seed=params["seed"]),
+        validation_data=row_batches(keras, [inputs, column], test_rows, 1024),
         epochs=int(params["epochs"]),
-        shuffle=True,
         verbose=0,
-        callbacks=[
-            epoch_reporter(
-                keras, lambda: scores(keras_outputs(model, x_test), y_test), history, progress
-            )
-        ],
+        callbacks=[epoch_reporter(keras, held_out, history, progress)],
     )
     out_dir = Path(out_dir)
     metadata = artifact_metadata(
@@ -150,7 +151,8 @@ def train(
         encoder=ENCODER, count_length=40,
         output="probability that the side to move wins (draws count half)",
     )  # fmt: skip
-    report = export_keras(model, out_dir / "model.onnx", x_test, metadata, INPUT_NAME,
+    sample = inputs[np.flatnonzero(test_rows)[:256]]  # the parity check's inputs
+    report = export_keras(model, out_dir / "model.onnx", sample, metadata, INPUT_NAME,
                           OUTPUT_NAME, report_path=out_dir / "parity.json")  # fmt: skip
     final = {k: v[-1] for k, v in history.items()}
     decisive = y_test != 0.5

@@ -183,3 +183,28 @@ def test_agent_encoder_equals_the_dataset_encoder(spec, tmp_path):
         assert np.array_equal(got, expected.astype(np.float32)), (spec, name)
     one = encode_state(game, states[3], int(players[3]), "count-onehot")
     assert np.array_equal(one, expected[3])
+
+
+def test_row_batches_visit_each_chosen_row_once_an_epoch_and_reshuffle():
+    """The trainer's batches are slices of one array: every training row once per epoch, in a
+    new seeded order each epoch, and the held-out rows in their own order."""
+    import numpy as np
+
+    from models.export import keras_seeded, row_batches
+
+    keras = keras_seeded(0)
+    x = np.arange(40, dtype=np.float32)[:, None]
+    chosen = np.arange(40) % 3 != 0
+    batches = row_batches(keras, [x, -x], chosen, 5, seed=7)
+    epochs = []
+    for _ in range(2):
+        seen = [batches[i] for i in range(len(batches))]
+        assert all(np.array_equal(b, -a) for a, b in seen)  # inputs and targets stay paired
+        epochs.append(np.concatenate([a.ravel() for a, _ in seen]))
+        batches.on_epoch_end()
+    for rows in epochs:
+        assert sorted(rows.tolist()) == np.flatnonzero(chosen).tolist()
+    assert not np.array_equal(epochs[0], epochs[1])
+    held_out = row_batches(keras, [x], ~chosen, 4)
+    in_order = np.concatenate([b.ravel() for b in held_out])
+    assert in_order.tolist() == np.flatnonzero(~chosen).tolist()
