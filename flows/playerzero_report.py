@@ -55,13 +55,20 @@ def read_curve(home: Path) -> list[dict[str, float]]:
 
 def plot(rows: list[dict[str, float]], baselines: dict[str, dict], path: Path, title: str):
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, 3, figsize=(15, 4))
+    rates = ("optimal_rate_policy", "optimal_rate_puct")
+    measured = [r.get(k, float("nan")) for r in rows for k in rates]
+    solved = bool(baselines) or any(v == v for v in measured)  # NaN != NaN
+    # a game without an exact solver (tactics, Othello) has no optimal-move panels to draw
+    figure, axes = plt.subplots(1, 3 if solved else 1, figsize=(15 if solved else 5, 4),
+                                squeeze=False)  # fmt: skip
+    axes = list(axes[0])
     for ax, x_key, label in ((axes[0], "generation", "network generation"),
-                             (axes[1], "hours", "wall-clock hours")):  # fmt: skip
+                             (axes[1], "hours", "wall-clock hours")) if solved else ():  # fmt: skip
         x = [r[x_key] + (1 if x_key == "generation" else 0) for r in rows]
         for key, name in (("optimal_rate_policy", "raw policy"), ("optimal_rate_puct", "puct")):
             ax.plot(x, [r[key] for r in rows], marker="o", markersize=3, label=name)
@@ -73,16 +80,17 @@ def plot(rows: list[dict[str, float]], baselines: dict[str, dict], path: Path, t
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     x = [r["generation"] + 1 for r in rows]
-    axes[2].plot(x, [r["arena_score"] for r in rows], marker="o", markersize=3,
+    axes[-1].plot(x, [r["arena_score"] for r in rows], marker="o", markersize=3,
                  label="arena score vs best")  # fmt: skip
     yardstick = [r.get("match_score", float("nan")) for r in rows]
     if any(v == v for v in yardstick):  # NaN != NaN: generations without the match
-        axes[2].plot(x, yardstick, marker="^", markersize=3, label="score vs yardstick")
-    axes[2].axhline(0.5, color="grey", linewidth=0.8)
-    axes[2].set_ylim(0, 1)
-    axes[2].set_xlabel("network generation")
-    axes[2].legend(fontsize=7, loc="upper left")
-    twin = axes[2].twinx()
+        axes[-1].plot(x, yardstick, marker="^", markersize=3, label="score vs yardstick")
+    axes[-1].axhline(0.5, color="grey", linewidth=0.8)
+    axes[-1].set_ylim(0, 1)
+    axes[-1].set_xlabel("network generation")
+    axes[-1].xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    axes[-1].legend(fontsize=7, loc="upper left")
+    twin = axes[-1].twinx()
     twin.plot(x, [r["selfplay_positions_per_s"] for r in rows], color="C3", marker="s",
               markersize=3, label="self-play positions/s")  # fmt: skip
     twin.legend(fontsize=7, loc="upper right")

@@ -43,3 +43,20 @@ def test_a_profile_without_a_yardstick_says_so(tmp_path):
     report = write_loop_report(tmp_path, "othello", {"evaluate": {"sims": 8}}).read_text()
     assert table_rows(report)[0].endswith("| vs yardstick (none set) |")
     assert table_rows(report)[1].endswith("| - |")
+
+
+def test_a_game_without_solved_positions_plots_only_its_scores(tmp_path):
+    """Tactics has no exact solver: its plot is the one panel of scores and throughput, not
+    two empty optimal-rate panels beside it (a solved game keeps all three)."""
+    import matplotlib.image
+
+    unsolved = summary(0, 0.6)
+    unsolved["evaluation"].pop("puct")
+    for game in ("tactics", "connect4"):
+        (tmp_path / game).mkdir()
+    write_curve(tmp_path / "tactics", [unsolved])
+    plot = write_loop_report(tmp_path / "tactics", "tactics", {}).with_suffix(".png")
+    write_curve(tmp_path / "connect4", [summary(0, 0.6)])
+    solved = write_loop_report(tmp_path / "connect4", "connect4", {}).with_suffix(".png")
+    one, three = (matplotlib.image.imread(p).shape[1] for p in (plot, solved))
+    assert three == 3 * one
