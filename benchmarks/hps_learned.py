@@ -31,10 +31,9 @@ import pyarrow.parquet as pq
 COLUMNS = ["game_id", "ply", "player", "state", "outcome"]  # what value-planes reads
 
 
-def positions_table(root: Path, partial: bool, every: int = 1) -> tuple[pa.Table, dict]:
-    """The dataset's positions (every shard, or with `partial` the committed ones), each shard
-    hash-checked, only the columns value-planes reads and every `every`-th ply of each game:
-    6,000 tactics games hold 220k positions of 80 KB (planes and masks), more than memory."""
+def shard_tables(root: Path, partial: bool, table: str, columns: list[str] | None = None):
+    """(shard tables of `table`, counts): every shard, or with `partial` the committed ones,
+    each hash-checked against the manifest and its row count checked, read one at a time."""
     from features.errors import DataError
     from features.store import read_manifest, read_verified, shard_path
 
@@ -42,39 +41,37 @@ def positions_table(root: Path, partial: bool, every: int = 1) -> tuple[pa.Table
     if not manifest.get("complete") and not partial:
         raise DataError(f"{root}: the dataset is not complete (--partial reads what is)")
     shards = manifest["shards"]
-    parts = []
-    for k in sorted(shards, key=int):
-        part = pq.read_table(pa.BufferReader(read_verified(shard_path(root, "positions", int(k)),
-                                                           shards[k]["sha256"]["positions"])),
-                             columns=COLUMNS)  # fmt: skip
-        if part.num_rows != shards[k]["rows"]["positions"]:
-            raise DataError(f"shard {k} has {part.num_rows} positions, the manifest says otherwise")
-        if every > 1:
-            part = part.filter(pa.array(part.column("ply").to_numpy() % every == 0))
-        parts.append(part)
-    return pa.concat_tables(parts), {"shards": len(shards), "planned": manifest["planned_shards"]}
+
+    def tables():
+        for k in sorted(shards, key=int):
+            data = read_verified(shard_path(root, table, int(k)), shards[k]["sha256"][table])
+            part = pq.read_table(pa.BufferReader(data), columns=columns)
+            if part.num_rows != shards[k]["rows"][table]:
+                raise DataError(f"shard {k} has {part.num_rows} {table} rows, the manifest says "
+                                "otherwise")  # fmt: skip
+            yield part
+
+    return tables(), {"shards": len(shards), "planned": manifest["planned_shards"]}
+
+
+def positions_table(root: Path, partial: bool, every: int = 1) -> tuple[pa.Table, dict]:
+    """The dataset's positions, only the columns value-planes reads and every `every`-th ply
+    of each game: 6,000 tactics games hold 220k positions of 80 KB (planes and masks), more
+    than memory."""
+    parts, counts = shard_tables(root, partial, "positions", COLUMNS)
+    if every > 1:
+        parts = (p.filter(pa.array(p.column("ply").to_numpy() % every == 0)) for p in parts)
+    return pa.concat_tables(list(parts)), counts
 
 
 def replayed_table(root: Path, partial: bool, game, every: int) -> tuple[pa.Table, dict]:
     """Every `every`-th state of each game replayed from its games table, chance nodes
-    included (`features.encode.replayed_positions`), each shard hash-checked: the search's
-    leaves are mostly chance nodes (a unit's draw pending), which no decision-point row is."""
+    included (`features.encode.replayed_positions`): the search's leaves are mostly chance
+    nodes (a unit's draw pending), which no decision-point row is."""
     from features.encode import replayed_positions
-    from features.errors import DataError
-    from features.store import read_manifest, read_verified, shard_path
 
-    manifest = read_manifest(root)
-    if not manifest.get("complete") and not partial:
-        raise DataError(f"{root}: the dataset is not complete (--partial reads what is)")
-    shards = manifest["shards"]
-    parts = []
-    for k in sorted(shards, key=int):
-        data = read_verified(shard_path(root, "games", int(k)), shards[k]["sha256"]["games"])
-        games = pq.read_table(pa.BufferReader(data))
-        if games.num_rows != shards[k]["rows"]["games"]:
-            raise DataError(f"shard {k} has {games.num_rows} games, the manifest says otherwise")
-        parts.append(replayed_positions(games, game, every))
-    return pa.concat_tables(parts), {"shards": len(shards), "planned": manifest["planned_shards"]}
+    parts, counts = shard_tables(root, partial, "games")
+    return pa.concat_tables([replayed_positions(g, game, every) for g in parts]), counts
 
 
 def whole_games(positions: pa.Table, limit: int) -> pa.Table:

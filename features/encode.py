@@ -240,7 +240,8 @@ def planes(positions: Any, game, augment: bool = False) -> dict[str, np.ndarray]
 def replay(game, seed: int, scenario: str | None, moves: list[int]) -> Iterator[Any]:
     """The states a games row passes through from its seeded scenario, each yielded before its
     step is applied and the last after it; a simultaneous lap takes num_players moves at once.
-    Positions tables hold decision points only; a search also meets chance nodes."""
+    It is one State advanced in place: copy what you keep. Positions tables hold decision
+    points only; a search also meets chance nodes."""
     options = json.loads(scenario or "{}")
     options.pop("opening", None)  # the opening is already in the history
     state = game.new_initial_state(seed=int(seed), **options)
