@@ -21,7 +21,7 @@ sample; `ENCODINGS` names them for `gridbots encode`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ from agents.sequence_codec import (  # noqa: F401 (EncodingError, decode_… are
 )
 from agents.value_features import COUNT_LENGTH  # the one width, shared with the agents
 from features.errors import DataError
-from features.schema import list_parts
+from features.schema import list_parts, replay
 
 
 # ---- Arrow helpers -----------------------------------------------------------------------------
@@ -235,26 +235,6 @@ def planes(positions: Any, game, augment: bool = False) -> dict[str, np.ndarray]
 
         arrays = apply_symmetries(arrays, game)
     return arrays
-
-
-def replay(game, seed: int, scenario: str | None, moves: list[int]) -> Iterator[Any]:
-    """The states a games row passes through from its seeded scenario, each yielded before its
-    step is applied and the last after it; a simultaneous lap takes num_players moves at once.
-    It is one State advanced in place: copy what you keep. Positions tables hold decision
-    points only; a search also meets chance nodes."""
-    options = json.loads(scenario or "{}")
-    options.pop("opening", None)  # the opening is already in the history
-    state = game.new_initial_state(seed=int(seed), **options)
-    k = 0
-    while k < len(moves):
-        yield state
-        if state.is_simultaneous_node():
-            state.apply_actions(moves[k : k + game.num_players])
-            k += game.num_players
-        else:
-            state.apply_action(moves[k])
-            k += 1
-    yield state
 
 
 def replayed_positions(games: Any, game, every: int = 1) -> pa.Table:

@@ -178,7 +178,7 @@ def games_suite(game, tables: dict[str, pa.Table], sample: int, seed: int) -> Su
 def _replays(game, t: pa.Table, i: int, returns: np.ndarray) -> bool:
     """Replays a games row with the State API: legal, `length` steps, returns if terminal."""
     from engine.protocol import IllegalActionError
-    from features.encode import replay
+    from features.schema import replay
 
     moves = t.column("history")[i].as_py()
     seed, scenario = t.column("seed")[i].as_py(), t.column("scenario")[i].as_py()

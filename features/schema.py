@@ -10,10 +10,13 @@ game spec and scenario of its game row), the side to move, the legal mask, a-pri
 
 Columns use variable-length lists so one schema serves every game; `manifest.json` records
 the game's shapes (num_actions, observation_shape, state_size) next to the shards.
+`replay` reads a games row back as the states its history passes through.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -74,3 +77,23 @@ def list_parts(column: Any) -> tuple[np.ndarray, np.ndarray]:
     arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     lengths = arr.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
     return arr.flatten().to_numpy(zero_copy_only=False), lengths
+
+
+def replay(game, seed: int, scenario: str | None, moves: list[int]) -> Iterator[Any]:
+    """The states a games row passes through from its seeded scenario, each yielded before its
+    step is applied and the last after it; a simultaneous lap takes num_players moves at once.
+    It is one State advanced in place: copy what you keep. Positions tables hold decision
+    points only; a search also meets chance nodes."""
+    options = json.loads(scenario or "{}")
+    options.pop("opening", None)  # the opening is already in the history
+    state = game.new_initial_state(seed=int(seed), **options)
+    k = 0
+    while k < len(moves):
+        yield state
+        if state.is_simultaneous_node():
+            state.apply_actions(moves[k : k + game.num_players])
+            k += game.num_players
+        else:
+            state.apply_action(moves[k])
+            k += 1
+    yield state
