@@ -373,11 +373,13 @@ def test_replayed_positions_hold_every_ply_and_agree_with_the_recorded_decisions
     every = enc.replayed_positions(games, game)
     assert every.num_rows == sum(games.column("length").to_pylist())  # the terminal one dropped
     states = enc.list_matrix(every.column("state"), len(every["state"][0]), np.int64)
-    key = {(g, p): i for i, (g, p) in enumerate(zip(every["game_id"].to_pylist(),
-                                                    every["ply"].to_pylist()))}  # fmt: skip
+    plies = zip(every["game_id"].to_pylist(), every["ply"].to_pylist(), strict=True)
+    key = {(g, p): i for i, (g, p) in enumerate(plies)}
     recorded = enc.list_matrix(decisions.column("state"), len(every["state"][0]), np.int64)
-    for row, (g, ply) in enumerate(zip(decisions["game_id"].to_pylist(),
-                                       decisions["ply"].to_pylist())):  # fmt: skip
+    recorded_plies = zip(
+        decisions["game_id"].to_pylist(), decisions["ply"].to_pylist(), strict=True
+    )
+    for row, (g, ply) in enumerate(recorded_plies):
         assert np.array_equal(states[key[(g, ply)]], recorded[row])
     probe = game.new_initial_state(seed=0)
     movers = []
