@@ -132,13 +132,15 @@ def train(
     batch = int(params["batch_size"])
     history: dict[str, list[float]] = {}
 
-    def held_out() -> dict[str, float]:
+    def held_out() -> dict[str, float]:  # one pass over the held-out rows: loss and scores
         test = row_batches(keras, [inputs], test_rows, 1024)
-        return scores(np.concatenate([keras_outputs(model, b) for b in test]), y_test)
+        p = np.concatenate([keras_outputs(model, b) for b in test]).astype(np.float64).ravel()
+        p = np.clip(p, 1e-7, 1.0 - 1e-7)  # as Keras' binary cross-entropy clips
+        loss = -np.mean(y_test * np.log(p) + (1.0 - y_test) * np.log(1.0 - p))
+        return {"val_loss": float(loss), **scores(p, y_test)}
 
     model.fit(
         row_batches(keras, [inputs, column], train_rows, batch, seed=params["seed"]),
-        validation_data=row_batches(keras, [inputs, column], test_rows, 1024),
         epochs=int(params["epochs"]),
         verbose=0,
         callbacks=[epoch_reporter(keras, held_out, history, progress)],
