@@ -4,8 +4,9 @@ A move of this search is a whole partial turn: one of the game's scripted polici
 `Portfolio`) playing the mover's turn. The shared core (agents.search) searches those moves
 with alpha-beta, chance outcomes between turns as expectation nodes, and evaluates its leaves
 by a scripted playout (study 004's HPS_P: one script plays both sides to the end), by the
-game's material heuristic (HPS_R), or by a value network on onnxruntime, all of a frontier
-node's children in one call (HPS_L). In the real game the chosen script then plays the turn
+game's material heuristic (HPS_R), or by a value network (HPS_L): inside the loop where the
+file is a value MLP over the game's planes (agents.value_leaf), otherwise on onnxruntime, all
+of a frontier node's children in one call. In the real game the chosen script then plays the turn
 action by action, so it reacts to the draws that really happen; the next turn searches again.
 
 Spec: `hps:ms=T` (iterative deepening within T ms per turn) or `hps:depth=N` (plies: a turn
@@ -79,6 +80,7 @@ class HPSAgent(Agent):
         if not self.depth and not self.ms:
             self.depth = 3
         portfolio = game.portfolio
+        network, weights = None, None
         if evaluation == "playout":
             leaf, heuristic = "heuristic", portfolio.playout
         elif evaluation == "heuristic":
@@ -86,7 +88,13 @@ class HPSAgent(Agent):
                 raise AgentError(f"hps: {game.name} has no heuristic; use eval=playout")
             leaf, heuristic = "heuristic", game.evaluate
         elif evaluation.startswith("onnx:"):
-            leaf, heuristic = PlanesValue(game, evaluation[len("onnx:") :]), None
+            from agents.value_leaf import leaf as loop_leaf
+
+            path = evaluation[len("onnx:") :]
+            leaf, heuristic = PlanesValue(game, path), None  # checks the file's kind and game
+            in_loop = loop_leaf(game, path)
+            if in_loop is not None:
+                leaf, (network, weights) = "network", in_loop
         else:
             raise AgentError(f"hps: eval={evaluation!r}; expected playout, heuristic or onnx:PATH")
         self.core = AlphaBeta(
@@ -95,6 +103,8 @@ class HPSAgent(Agent):
             heuristic=heuristic,
             child_moves_fn=portfolio.moves,
             play_move_fn=portfolio.play,
+            network=network,
+            weights=weights,
             table_bits=bits,
             max_depth=MAX_DEPTH,
             seed=0 if seed is None else seed,

@@ -2,15 +2,16 @@
 search with scripted playouts, at equal time per turn.
 
 From a tactics self-play dataset (`gridbots generate tactics selfplay …`), trains value-planes
-MLPs of each `--widths` (held-out accuracy), times their batched evaluation against a scripted
-playout per position (the speed side of the study's size / speed / accuracy trade-off), then plays
+MLPs of each `--widths` (held-out accuracy), times their evaluation (batched on onnxruntime,
+and inside the search loop as HPS runs them, agents.value_leaf) against a scripted playout per
+position (the speed side of the study's size / speed / accuracy trade-off), then plays
 `hps:ms=T,eval=onnx:MODEL` (the first width) against `hps:ms=T,eval=playout` over seeded
 line-ups with sides swapped (benchmarks/tactics_pairings.py). `--partial` reads the committed,
 hash-checked shards of a dataset whose generation was stopped, and says so in the output.
 
     .venv/bin/python benchmarks/hps_learned.py --data DIR [--partial] [--widths 64,256]
         [--ms 50] [--scenarios 100] [--workers 2] [--every N] [--cell-encoder E]
-        [--pool mean] [--playout-weight W] [--plies all] --out reports/study-004
+        [--pool mean] [--playout-weight W] [--plies all] [--model M] --out reports/study-004
 
 The study's "Master Bot" data is HPS_P playing itself on seeded line-ups:
 `gridbots generate tactics imitation --agents "hps:ms=10,eval=playout,hps:ms=10,eval=playout"
@@ -86,8 +87,11 @@ def whole_games(positions: pa.Table, limit: int) -> pa.Table:
     return positions.filter(pa.array(np.isin(ids, keep)))
 
 
-def evaluation_speed(game, model: Path | None, states: np.ndarray, repeats: int = 3) -> float:
-    """Microseconds per position: the network on one batch, or one scripted playout each."""
+def evaluation_speed(game, model: Path | None, states: np.ndarray, repeats: int = 3,
+                     in_loop: bool = False) -> float:  # fmt: skip
+    """Microseconds per position: one scripted playout each, the network on onnxruntime over
+    one batch, or (`in_loop`) the network as the search loop computes it (agents.value_leaf;
+    NaN where the file is not a chain the loop runs)."""
     best = float("inf")
     if model is None:
         playout = game.portfolio.playout
@@ -96,6 +100,18 @@ def evaluation_speed(game, model: Path | None, states: np.ndarray, repeats: int 
             began = time.perf_counter()
             for s in states:
                 playout(s.copy(), 0)
+            best = min(best, time.perf_counter() - began)
+    elif in_loop:
+        from agents.value_leaf import leaf, loop_values
+
+        found = leaf(game, model)
+        if found is None:
+            return float("nan")
+        weights = found[1]
+        loop_values(game, states[:8], 0, weights)
+        for _ in range(repeats):
+            began = time.perf_counter()
+            loop_values(game, states, 0, weights)
             best = min(best, time.perf_counter() - began)
     else:
         from agents.hps import PlanesValue
@@ -139,6 +155,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--model",
+        type=Path,
+        help="a trained value-planes MLP: time and play it "
+        "instead of training (the data still gives the timed positions)",
+    )
     args = parser.parse_args()
 
     from tactics_pairings import play  # the script beside this one
@@ -161,7 +183,7 @@ def main() -> None:
               "rows": len(arrays["outcome"]), "plies": args.plies, "networks": []}  # fmt: skip
     report["playout_us_per_position"] = evaluation_speed(game, None, sample)
     models = []
-    for width in (int(w) for w in args.widths.split(",")):
+    for width in () if args.model else (int(w) for w in args.widths.split(",")):
         params = {"layers": args.layers, "width": width, "epochs": args.epochs,
                   "batch_size": 256, "cell_encoder": args.cell_encoder, "pool": args.pool,
                   "holdout": 0.2, "seed": 0}  # fmt: skip
@@ -174,7 +196,14 @@ def main() -> None:
             **{k: result.metrics[k] for k in ("held_out_accuracy", "majority_accuracy",
                                               "held_out_brier", "held_out_draw_share")},
             "us_per_position": evaluation_speed(game, result.artifact, sample),
+            "in_loop_us_per_position": evaluation_speed(game, result.artifact, sample,
+                                                        in_loop=True),
         })  # fmt: skip
+    if args.model:
+        models.append(args.model)
+        report["networks"].append({"model": str(args.model), **{
+            f"{name}us_per_position": evaluation_speed(game, args.model, sample, in_loop=loop)
+            for name, loop in (("", False), ("in_loop_", True))}})  # fmt: skip
     learned = f"hps:ms={args.ms:g},eval=onnx:{models[0]}"
     playout = f"hps:ms={args.ms:g},eval=playout"
     report["match"] = play(args.game, learned, playout, args.scenarios, args.seed, args.workers,

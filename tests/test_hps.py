@@ -54,9 +54,9 @@ def test_bad_specs_are_refused():
         make("hps", load_game("connect4"))
 
 
-def test_learned_leaves_come_from_a_trained_value_network_in_batches(tmp_path):
+def test_learned_leaves_come_from_a_trained_value_network(tmp_path):
     """A really trained (tiny) value-planes MLP drives `eval=onnx`; its input encoder equals
-    the dataset encoder, and frontier nodes are evaluated a batch at a time."""
+    the dataset encoder (the loop's own evaluation of it: tests/test_value_leaf.py)."""
     import numpy as np
 
     from agents.value_features import ValueEncoder
@@ -84,9 +84,10 @@ def test_learned_leaves_come_from_a_trained_value_network_in_batches(tmp_path):
     while state.is_chance_node():
         state.apply_action(state.chance_outcomes()[0][0])
     assert agent.step(state) in state.legal_actions()
-    value = agent.core.batch
-    assert value.evaluations > value.calls >= 1
     from agents.hps import HPSAgent
+    from agents.search import NETWORK
+
+    assert agent.core.mode == NETWORK  # a dense chain: evaluated inside the loop
 
     played = make(f"onnx:{result.artifact}:depth=1", game, seed=0)  # as the registry plays it
     assert isinstance(played, HPSAgent) and played.step(state) in state.legal_actions()
