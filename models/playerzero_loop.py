@@ -42,6 +42,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -447,6 +448,39 @@ def write_curve(root: Path, history: list[dict[str, Any]]) -> Path:
     return path
 
 
-def timer() -> Callable[[], float]:
-    started = time.perf_counter()
-    return lambda: time.perf_counter() - started
+class GenerationClock:
+    """A generation's wall-clock over all its attempts: the seconds a killed attempt had spent
+    are on disk (rewritten every `beat` seconds by a daemon thread, atomically), and the
+    resumed attempt adds its own to them, so the loop's `hours` budget counts the time a
+    killed run really cost (a kill loses at most one beat)."""
+
+    def __init__(self, path: Path, beat: float = 30.0, now: Callable[[], float] = time.monotonic):
+        self.path, self.beat, self.now = Path(path), beat, now
+        self.before = float(read_json(self.path, {}).get("seconds", 0.0))
+        self.started = now()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def seconds(self) -> float:
+        """Earlier attempts' seconds plus this attempt's so far."""
+        return self.before + self.now() - self.started
+
+    def save(self) -> float:
+        seconds = self.seconds()
+        write_json(self.path, {"seconds": seconds})
+        return seconds
+
+    def __enter__(self) -> GenerationClock:
+        def beating() -> None:
+            while not self._stop.wait(self.beat):
+                self.save()
+
+        self._thread = threading.Thread(target=beating, name="generation-clock", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.save()

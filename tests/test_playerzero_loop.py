@@ -87,6 +87,9 @@ def test_killed_resumed_continued_and_registered(tmp_path, prefect_api):
     assert state["generation"] == 3 and len(state["history"]) == 3
     assert all(p.stat().st_mtime_ns == t for p, t in kept.items())  # generation 0 untouched
     assert (home / "gen-002" / "summary.json").is_file()
+    for g, summary in enumerate(state["history"]):  # each generation's clock, attempts summed
+        clock = json.loads((home / f"gen-{g:03d}" / "clock.json").read_text())
+        assert clock["seconds"] == pytest.approx(summary["seconds"], abs=1.0)
     rows = (home / "curve.csv").read_text().splitlines()
     assert len(rows) == 4 and rows[0].startswith("generation,hours")
     assert (tmp_path / "metrics" / "playerzero" / "connect4.json").is_file()
@@ -125,6 +128,33 @@ def test_killed_resumed_continued_and_registered(tmp_path, prefect_api):
         refused = move(spec)
         assert refused.returncode == 2 and words in refused.stderr
         assert len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_a_killed_generations_time_counts_when_it_resumes(tmp_path):
+    """The `hours` budget counts every attempt at a generation: a killed attempt's seconds up
+    to its last beat stay on disk, the idle time before the rerun does not count."""
+    from models.playerzero_loop import GenerationClock, read_json
+
+    t = [0.0]
+    path = tmp_path / "gen-001" / "clock.json"
+    first = GenerationClock(path, beat=3600, now=lambda: t[0])
+    t[0] = 100.0
+    first.save()  # its last beat
+    t[0] = 5000.0  # killed at 130 s (30 s lost), run again much later
+    second = GenerationClock(path, beat=3600, now=lambda: t[0])
+    t[0] = 5040.0
+    assert second.seconds() == 140.0
+    with second:
+        t[0] = 5060.0
+    assert read_json(path) == {"seconds": 160.0}
+
+    beating = tmp_path / "beating.json"
+    with GenerationClock(beating, beat=0.01):  # the daemon thread writes without being asked
+        deadline = time.time() + 30
+        while not beating.is_file():
+            assert time.time() < deadline
+            time.sleep(0.01)
+    assert read_json(beating)["seconds"] > 0
 
 
 def test_the_stage_refuses_missing_parameters_in_one_line(tmp_path):

@@ -156,21 +156,23 @@ def _generation(root: Path, spec: str, game: Any, settings: dict, gate: dict, st
         for key, value in {"generation": g, "self_play_by": by, "coach_scale": state["coach"],
                            "students": state["students"]}.items():  # fmt: skip
             mlflow.log_param(run_id, key, str(value))
-    clock = loop.timer()
-    selfplay = self_play_task(root, spec, settings, state, g, on_cluster)
-    echo(f"generation {g}: {selfplay['games']} games, {selfplay['positions']} positions, "
-         f"{selfplay['positions_per_s']:.0f} positions/s ({selfplay['agent']})")  # fmt: skip
-    validate_task(root, g, settings["validation"])
-    encode_task(root, g, game)
-    runs, fought, changes = curriculum_task(root, g, game, settings, state, run_id, on_cluster)
-    role = "student" if "student" in fought else "coach"
-    candidate = runs[role]
-    evaluation = evaluate_task(root, g, game, candidate["model"], settings, on_cluster)
+    # every attempt at this generation counts, a killed one's too (the loop's `hours` budget)
+    with loop.GenerationClock(loop.gen_dir(root, g) / "clock.json") as clock:
+        selfplay = self_play_task(root, spec, settings, state, g, on_cluster)
+        echo(f"generation {g}: {selfplay['games']} games, {selfplay['positions']} positions, "
+             f"{selfplay['positions_per_s']:.0f} positions/s ({selfplay['agent']})")  # fmt: skip
+        validate_task(root, g, settings["validation"])
+        encode_task(root, g, game)
+        runs, fought, changes = curriculum_task(root, g, game, settings, state, run_id,
+                                                on_cluster)  # fmt: skip
+        role = "student" if "student" in fought else "coach"
+        candidate = runs[role]
+        evaluation = evaluate_task(root, g, game, candidate["model"], settings, on_cluster)
     if "policy" in evaluation:
         echo(f"generation {g}: optimal moves: policy {evaluation['policy']['optimal_rate']:.3f}"
              f", puct {evaluation['puct']['optimal_rate']:.3f}")  # fmt: skip
     previous = float(state["seconds"])
-    seconds = clock()  # a resumed generation counts the time of this run only
+    seconds = clock.seconds()
     summary = {
         "generation": g,
         "game": spec,
