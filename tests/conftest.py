@@ -43,7 +43,8 @@ settings.load_profile("ci" if os.environ.get("CI") else "default")
 MODULE_SECONDS = {
     "test_dvc_repro.py": 160, "test_playerzero_loop.py": 114, "test_cluster.py": 83,
     "test_pipeline.py": 59, "test_thorough.py": 38, "test_protocol.py": 37, "test_cli.py": 34,
-    "test_stage_host.py": 33, "test_hps.py": 27, "test_promotion_trained.py": 24,
+    "test_stage_host.py": 33, "test_value_leaf.py": 30, "test_promotion_trained.py": 24,
+    "test_hps.py": 15,
     "test_validate_corruptions.py": 21, "test_sealed_bots.py": 20, "test_web_browser.py": 13,
     "test_value_mlp.py": 13, "test_readme.py": 12, "test_human_play.py": 12,
     "test_territory.py": 11, "test_td.py": 11, "test_stage_train_resume.py": 10,

@@ -54,45 +54,6 @@ def test_bad_specs_are_refused():
         make("hps", load_game("connect4"))
 
 
-def test_learned_leaves_come_from_a_trained_value_network(tmp_path):
-    """A really trained (tiny) value-planes MLP drives `eval=onnx`; its input encoder equals
-    the dataset encoder (the loop's own evaluation of it: tests/test_value_leaf.py)."""
-    import numpy as np
-
-    from agents.value_features import ValueEncoder
-    from features import encode as enc
-    from features.store import generate_dataset, load_dataset
-    from models import value_mlp
-
-    spec = "tactics:units=1"
-    game = parse_game_spec(spec)
-    generate_dataset(tmp_path / "data", spec, "randomized", {"x": 6, "y": 2}, seed=1)
-    positions = load_dataset(tmp_path / "data", "positions")
-    arrays = enc.encoding("value-planes")[1](positions, game)
-    states = enc.list_matrix(positions.column("state"), len(positions["state"][0]), np.int64)
-    both = np.repeat(states, 2, axis=0)
-    sides = np.tile([0, 1], len(states))
-    flat = arrays["planes"].reshape(len(both), -1)
-    assert np.array_equal(ValueEncoder(game, "value-planes").batch(both, sides), flat)
-    assert np.array_equal(arrays["outcome"][0::2], -arrays["outcome"][1::2])
-    params = {"layers": 1, "width": 8, "epochs": 1, "cell_encoder": 2, "holdout": 0.3}
-    result = value_mlp.train(
-        arrays, {"encoding": "value-planes", "game": spec}, params, tmp_path / "model"
-    )
-    agent = make(f"hps:depth=2,eval=onnx:{result.artifact}", game, seed=0)
-    state = game.new_initial_state(seed=2)
-    while state.is_chance_node():
-        state.apply_action(state.chance_outcomes()[0][0])
-    assert agent.step(state) in state.legal_actions()
-    from agents.hps import HPSAgent
-    from agents.search import NETWORK
-
-    assert agent.core.mode == NETWORK  # a dense chain: evaluated inside the loop
-
-    played = make(f"onnx:{result.artifact}:depth=1", game, seed=0)  # as the registry plays it
-    assert isinstance(played, HPSAgent) and played.step(state) in state.legal_actions()
-
-
 def test_playout_weighted_targets_and_a_cell_pooled_network(tmp_path):
     """value-planes' playout_weight blends each row's result with the portfolio's scripted
     playout from that position, seen from that row's side; pool=mean averages the cell

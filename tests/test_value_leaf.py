@@ -39,12 +39,12 @@ def networks(tmp_path_factory):
         result = value_mlp.train(arrays, {"encoding": "value-planes", "game": SPEC}, params,
                                  root / name)  # fmt: skip
         files[name] = result.artifact
-    return game, files
+    return game, files, root / "data"
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_the_loop_computes_what_onnxruntime_computes(networks, shape):
-    game, files = networks
+    game, files, _ = networks
     weights = read_chain(files[shape], game)
     assert weights is not None
     states = sample_states(game, 48, seed=7)
@@ -55,7 +55,7 @@ def test_the_loop_computes_what_onnxruntime_computes(networks, shape):
 
 
 def test_a_search_with_the_loop_leaf_equals_the_batched_search(networks):
-    game, files = networks
+    game, files, _ = networks
     path = files["encoder-mean"]
     portfolio = game.portfolio
     moves = {"child_moves_fn": portfolio.moves, "play_move_fn": portfolio.play}
@@ -87,7 +87,7 @@ def test_a_graph_the_loop_cannot_read_runs_on_onnxruntime_in_batches(networks, t
     time."""
     import onnx
 
-    game, files = networks
+    game, files, _ = networks
     model = onnx.load(str(files["encoder-mean"]))
     relu = next(node for node in model.graph.node if node.op_type == "Relu")
     relu.op_type = "Tanh"
@@ -102,3 +102,31 @@ def test_a_graph_the_loop_cannot_read_runs_on_onnxruntime_in_batches(networks, t
     assert agent.step(state) in state.legal_actions()
     value = agent.core.batch
     assert value.evaluations > value.calls >= 1
+
+
+def test_hps_reads_a_trained_network_encoded_as_its_dataset(networks):
+    """The search's inputs are the dataset's rows (value-planes, both sides of each position),
+    and the file plays as the registry plays it (`onnx:PATH`, its kind read from metadata)."""
+    from agents.hps import HPSAgent
+    from agents.value_features import ValueEncoder
+    from features import encode as enc
+    from features.store import load_dataset
+
+    game, files, data = networks
+    positions = load_dataset(data, "positions")
+    arrays = enc.encoding("value-planes")[1](positions, game)
+    states = enc.list_matrix(positions.column("state"), len(positions["state"][0]), np.int64)
+    both = np.repeat(states, 2, axis=0)
+    sides = np.tile([0, 1], len(states))
+    flat = arrays["planes"].reshape(len(both), -1)
+    assert np.array_equal(ValueEncoder(game, "value-planes").batch(both, sides), flat)
+    assert np.array_equal(arrays["outcome"][0::2], -arrays["outcome"][1::2])
+    path = files["encoder-cells"]
+    agent = make(f"hps:depth=2,eval=onnx:{path}", game, seed=0)
+    assert agent.core.mode == NETWORK  # a dense chain: evaluated inside the loop
+    state = game.new_initial_state(seed=2)
+    while state.is_chance_node():
+        state.apply_action(state.chance_outcomes()[0][0])
+    assert agent.step(state) in state.legal_actions()
+    played = make(f"onnx:{path}:depth=1", game, seed=0)
+    assert isinstance(played, HPSAgent) and played.step(state) in state.legal_actions()
