@@ -25,17 +25,13 @@ from pathlib import Path
 
 import numpy as np
 
+from agents.value_features import ValueEncoder, observation  # observation: a placeholder
 from engine.protocol import Game
 from engine.specialise import generic
 
 HEADER = 6
 SPAN = 16  # floats the scan for set entries ORs together
 PARITY_TOLERANCE = 1e-4  # float32 onnxruntime against the loop's float64
-
-
-def observation(s, player, out):
-    """Placeholder: `bind(..., observation=kernels.observation)` puts the game's kernel here."""
-    raise TypeError("observation is only available inside a bound loop")
 
 
 @generic
@@ -215,13 +211,11 @@ def parity(game: Game, path: str | Path, weights: np.ndarray, states: np.ndarray
     from agents.onnx_eval import open_session
 
     session, _ = open_session(path)
-    size = int(np.prod(game.observation_shape))
+    name = session.get_inputs()[0].name
+    encode = ValueEncoder(game, "value-planes").batch  # the network's inputs, as trained
     worst = 0.0
     for player in range(game.num_players):
-        batch = np.empty((len(states), size), dtype=np.float32)
-        for i, s in enumerate(states):
-            game.kernels.observation(s, player, batch[i])
-        name = session.get_inputs()[0].name
+        batch = encode(states, np.full(len(states), player))
         p = np.asarray(session.run(None, {name: batch})[0], dtype=np.float64).reshape(-1)
         loop = loop_values(game, states, player, weights)
         worst = max(worst, float(np.abs(loop - np.clip(2 * p - 1, -1, 1)).max()))
@@ -230,10 +224,15 @@ def parity(game: Game, path: str | Path, weights: np.ndarray, states: np.ndarray
 
 def leaf(game: Game, path: str | Path):
     """(compiled leaf, packed weights) for the core's NETWORK mode, or None where the file is
-    not a dense chain over `game`'s planes or does not match onnxruntime on sample positions."""
-    weights = read_chain(path, game)
-    if weights is None:
-        return None
-    if parity(game, path, weights, sample_states(game)) > PARITY_TOLERANCE:
-        return None
-    return compiled_leaf(game), weights
+    not a dense chain over `game`'s planes or does not match onnxruntime on sample positions.
+    Read and checked once per file and thread: a match makes a fresh agent per game."""
+    from agents.base import file_identity, loaded_once
+
+    def read() -> np.ndarray | None:
+        weights = read_chain(path, game)
+        if weights is None or parity(game, path, weights, sample_states(game)) > PARITY_TOLERANCE:
+            return None
+        return weights
+
+    weights = loaded_once("value-leaf", (*file_identity(path), game.spec()), read)
+    return None if weights is None else (compiled_leaf(game), weights)
