@@ -1,4 +1,4 @@
-"""`gridbots train | export | promote` and `gridbots bots list | show | promote`.
+"""`gridbots train | export | quantize | promote` and `gridbots bots list | show | promote`.
 
 Thin shells over models.tracking (runs and sweeps on MLflow) and models.registry (versions,
 evidence, the promotion gate). Training already exports: every run logs its ONNX / JSON /
@@ -100,6 +100,35 @@ def export(
     typer.echo(str(path))
     for key, value in sorted(info.items()):
         typer.echo(f"  {key}: {value}")
+
+
+def quantize(
+    game: Annotated[str, typer.Argument(help="Game spec the network plays.")],
+    model: Annotated[Path, typer.Argument(help="A policy-value network (ONNX).")],
+    out: Annotated[Path, typer.Option("--out", help="Where the int8 copy goes.")],
+    positions: Annotated[
+        int,
+        typer.Option(
+            "--positions", help="Seeded random-game positions: half calibrate, half check."
+        ),
+    ] = 400,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of those positions.")] = 0,
+    min_agreement: Annotated[
+        float,
+        typer.Option(
+            "--min-agreement",
+            help="Refuse a copy whose policy argmax agrees less often with the float network's.",
+        ),
+    ] = 0.9,
+) -> None:
+    """Writes an int8 copy of a policy-value network for CPU search (models.quantize)."""
+    from engine import parse_game_spec
+    from models.quantize import quantize as make_copy
+
+    check = make_copy(model, out, parse_game_spec(game), positions, seed, min_agreement)
+    typer.echo(str(out))
+    for key, value in check.items():
+        typer.echo(f"  {key}: {value:g}")
 
 
 def _print_decision(decision: Any) -> None:
@@ -241,5 +270,6 @@ def _evidence_groups(tags: dict[str, str]) -> list[tuple[str, list[tuple[str, st
 def register(app: typer.Typer) -> None:
     app.command("train")(train)
     app.command("export")(export)
+    app.command("quantize")(quantize)
     app.command("promote")(promote)
     app.add_typer(bots_app, name="bots")

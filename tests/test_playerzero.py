@@ -169,3 +169,52 @@ def test_a_corrupt_file_is_refused_in_one_line(tmp_path):
     bad.write_bytes(b"not a model")
     with pytest.raises(AgentError, match="not a readable ONNX model"):
         make(f"puct:model={bad}", parse_game_spec("connect4"))
+
+
+def test_an_int8_copy_keeps_the_networks_choices_and_plays(trained, tmp_path):
+    """models.quantize: the copy carries the source's metadata and its check; on positions of
+    its own (not the check's) it still opens in the centre, gives an illegal move nothing, and
+    keeps the value within the check's bound; puct plays it."""
+    from models.quantize import quantize
+
+    result, _ = trained
+    game = parse_game_spec("connect4")
+    out = tmp_path / "int8" / "model.onnx"
+    check = quantize(result.artifact, out, game, positions=200, seed=3)
+    assert check["agreement"] >= 0.9 and check["positions"] == 200
+    assert sorted(p.name for p in out.parent.iterdir()) == ["model.onnx"]  # no work files left
+    float_net, copy = PolicyValueNet(game, result.artifact), PolicyValueNet(game, out)
+    assert copy.meta["gridbots.quantized"] == "int8" and copy.meta["gridbots.scale"] == "1"
+    assert float(copy.meta["gridbots.quantized.agreement"]) == pytest.approx(check["agreement"])
+    ops = {n.op_type for n in __import__("onnx").load(str(out)).graph.node}
+    assert "QuantizeLinear" in ops  # really integer kernels, not a copy of the float graph
+    for moves in ("", "444444", "4453"):
+        state = game.state_from_history(game.parse_moves(moves))
+        mask = state.legal_actions_mask().astype(np.float32)[None]
+        p_float, v_float = float_net(state.observation_tensor()[None], mask)
+        p_copy, v_copy = copy(state.observation_tensor()[None], mask)
+        assert int(np.argmax(p_copy[0])) == int(np.argmax(p_float[0]))
+        assert (p_copy[0][mask[0] == 0] == 0).all() and np.isclose(p_copy[0].sum(), 1, atol=1e-5)
+        assert abs(v_copy[0] - v_float[0]) <= max(0.1, check["value_error_max"])
+    assert int(np.argmax(copy(game.new_initial_state().observation_tensor()[None],
+                              np.ones((1, 7), np.float32))[0][0])) == 3  # fmt: skip
+    state = game.new_initial_state()
+    while not state.is_terminal():
+        state.apply_action(make(f"puct:model={out},sims=16", game, seed=0).step(state))
+
+
+def test_a_copy_that_disagrees_too_often_is_refused_and_not_written(trained, tmp_path, capsys):
+    from flows.cli import run
+    from models.quantize import quantize
+
+    result, _ = trained
+    out = tmp_path / "int8.onnx"
+    with pytest.raises(ModelError, match="below 101%"):
+        quantize(result.artifact, out, parse_game_spec("connect4"), 40, 0, min_agreement=1.01)
+    assert list(tmp_path.iterdir()) == []
+    for args in (["connect4", str(tmp_path / "missing.onnx")],  # no such file
+                 ["othello", str(result.artifact)]):  # trained for another game  # fmt: skip
+        assert run(["quantize", *args, "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("gridbots: error:") and len(err.splitlines()) == 1
+    assert not out.exists()
