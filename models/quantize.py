@@ -4,7 +4,8 @@ A PUCT search on CPU spends most of its time in the network: on tactics a scale-
 network (5 blocks x 32 channels over 12 x 12 cells) costs ~0.25 ms a position in float32,
 compute-bound, so batching more leaves per call buys nothing. onnxruntime's static quantization
 (QDQ format, weights int8 per channel, activations uint8, scales calibrated on positions of the
-game) runs the same graph with integer kernels, ~2.4x faster on this machine's cores.
+game) runs the same graph with integer kernels: 1.9-2.35x faster a call over batches of 1-32
+on this machine's cores (benchmarks/quantize.py).
 
 The copy is a model like any other: ONNX with the source's metadata (so `puct:model=PATH`,
 `policy:model=PATH` and the registry load it unchanged) plus `gridbots.quantized = int8` and the

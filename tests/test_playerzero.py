@@ -175,6 +175,8 @@ def test_an_int8_copy_keeps_the_networks_choices_and_plays(trained, tmp_path):
     """models.quantize: the copy carries the source's metadata and its check; on positions of
     its own (not the check's) it still opens in the centre, gives an illegal move nothing, and
     keeps the value within the check's bound; puct plays it."""
+    import onnx
+
     from models.quantize import quantize
 
     result, _ = trained
@@ -186,7 +188,7 @@ def test_an_int8_copy_keeps_the_networks_choices_and_plays(trained, tmp_path):
     float_net, copy = PolicyValueNet(game, result.artifact), PolicyValueNet(game, out)
     assert copy.meta["gridbots.quantized"] == "int8" and copy.meta["gridbots.scale"] == "1"
     assert float(copy.meta["gridbots.quantized.agreement"]) == pytest.approx(check["agreement"])
-    ops = {n.op_type for n in __import__("onnx").load(str(out)).graph.node}
+    ops = {n.op_type for n in onnx.load(str(out)).graph.node}
     assert "QuantizeLinear" in ops  # really integer kernels, not a copy of the float graph
     for moves in ("", "444444", "4453"):
         state = game.state_from_history(game.parse_moves(moves))
