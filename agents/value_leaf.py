@@ -21,6 +21,7 @@ encoder's C x E kernel and E biases, then each layer's kernel (row-major) and bi
 from __future__ import annotations
 
 import math
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -194,16 +195,9 @@ def loop_values(game: Game, states: np.ndarray, player: int, weights: np.ndarray
 
 def sample_states(game: Game, count: int = 16, seed: int = 0) -> np.ndarray:
     """Positions along seeded random games (chance nodes included): the parity probe."""
-    rng = np.random.default_rng(seed)
-    states = []
-    state = game.new_initial_state(seed=seed)
-    while len(states) < count:
-        if state.is_terminal():
-            state = game.new_initial_state(seed=int(rng.integers(1 << 30)))
-        states.append(state.array.copy())
-        if not state.is_terminal():
-            state.apply_action(state.random_action(rng))
-    return np.stack(states)
+    from engine.match import random_states
+
+    return np.stack([s.array.copy() for s in islice(random_states(game, seed), count)])
 
 
 def parity(game: Game, path: str | Path, weights: np.ndarray, states: np.ndarray) -> float:

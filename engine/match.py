@@ -7,7 +7,7 @@ ones through engine.isolation. The engine never imports an agent: seats are pass
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -22,6 +22,21 @@ Ask = Callable[[State, Sequence[int]], dict[int, int]]
 
 class Seat(Protocol):
     def step(self, state: State, player: int | None = None) -> int: ...
+
+
+def random_states(game: Game, seed: int) -> Iterator[State]:
+    """Every non-terminal state (chance nodes included) along seeded random games, one game
+    after another without end: probe positions where two evaluators of the same network are
+    compared. The state is advanced after the caller's turn: copy what you keep."""
+    rng = np.random.default_rng(seed)
+    while True:
+        state = game.new_initial_state(seed=int(rng.integers(1 << 30)))
+        while not state.is_terminal():
+            yield state
+            if state.current_player() == SIMULTANEOUS:
+                state.apply_actions([state.random_action(rng, p) for p in range(game.num_players)])
+            else:
+                state.apply_action(state.random_action(rng))
 
 
 def play_game(game: Game, seats: Sequence[Seat], seed: int = 0, **scenario: Any) -> State:

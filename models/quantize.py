@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import os
 import tempfile
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
 
+from engine.match import random_states
 from engine.protocol import Game
 from models.base import ModelError
 
@@ -31,18 +33,14 @@ CALIBRATION_SHARE = 0.5  # of the sampled positions; the rest check the copy
 def sample_positions(game: Game, count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(planes, masks) of `count` decision points along seeded random games (chance outcomes
     drawn as the game draws them): the calibration and check positions."""
-    rng = np.random.default_rng(seed)
-    planes, masks = [], []
-    while len(planes) < count:
-        state = game.new_initial_state(seed=int(rng.integers(1 << 30)))
-        while not state.is_terminal() and len(planes) < count:
-            player = state.current_player()
-            if player >= 0:
-                planes.append(np.asarray(state.observation_tensor(player), dtype=np.float32))
-                masks.append(np.asarray(state.legal_actions_mask(), dtype=np.float32))
-            state.apply_action(state.random_action(rng))
-    shape = (count, *game.observation_shape)
-    return np.stack(planes).reshape(shape), np.stack(masks)
+    decisions = (s for s in random_states(game, seed) if s.current_player() >= 0)
+    rows = [
+        (s.observation_tensor(s.current_player()), s.legal_actions_mask())
+        for s in islice(decisions, count)
+    ]
+    planes = np.stack([np.asarray(p, dtype=np.float32) for p, _ in rows])
+    masks = np.stack([np.asarray(m, dtype=np.float32) for _, m in rows])
+    return planes.reshape(count, *game.observation_shape), masks
 
 
 def quantize(

@@ -11,7 +11,7 @@ from agents.file_agent import check_file, make_agent
 from agents.host import command
 from engine import load_game
 from engine.isolation import MAX_LINE, BotProcess, IsolatedPlayers
-from engine.match import InProcessPlayers, play_match, run_game
+from engine.match import InProcessPlayers, play_match, random_states, run_game
 
 HEADER = "import os, random, sys, threading, time\n\n"
 
@@ -242,3 +242,22 @@ def test_isolated_pairing_reuses_processes_and_respawns_after_a_crash(tmp_path, 
     assert [(row["a_crashes"], row["a_moves"]) for row in rows] == [(1, 1), (1, 1)]
     assert [row["b_crashes"] for row in rows] == [0, 0] and rows[0]["b_peak_kb"] > 10_000
     assert rows[0]["history"][0] == "7" and rows[1]["history"][1] == "7"
+
+
+@pytest.mark.parametrize("name", ["pig", "lazerbike", "connect4"])
+def test_random_states_walk_seeded_games_through_chance_and_joint_moves(name):
+    """The probe positions of the network checks: never terminal, chance nodes included (pig),
+    joint moves played (Lazerbike), several games in a row, the same for the same seed."""
+    from itertools import islice
+
+    from engine.protocol import CHANCE
+
+    game = load_game(name)
+    walk = [(s.array.copy(), s.current_player(), s.is_terminal())
+            for s in islice(random_states(game, 5), 300)]  # fmt: skip
+    assert not any(terminal for _, _, terminal in walk)
+    starts = sum(np.array_equal(a, game.new_initial_state(seed=0).array) for a, _, _ in walk)
+    assert starts >= 2 or name == "pig"  # one game of pig can outlast 300 states
+    assert (CHANCE in {p for _, p, _ in walk}) == (name == "pig")
+    again = [s.array.copy() for s in islice(random_states(game, 5), 300)]
+    assert all(np.array_equal(a, b) for (a, _, _), b in zip(walk, again, strict=True))
