@@ -101,13 +101,19 @@ def _tidy(
             for dim, size in zip(dims[1:], shape[1:], strict=True):
                 dim.Clear()
                 dim.dim_value = int(size)
+    write_metadata(proto, metadata)
+    onnx.checker.check_model(proto)
+    return proto
+
+
+def write_metadata(proto: Any, metadata: dict[str, Any]) -> None:
+    """Replaces an ONNX model's metadata_props with `metadata` (sorted, values as text) and
+    caps its IR version at what the pinned onnxruntime reads."""
     del proto.metadata_props[:]
     for key, value in sorted(metadata.items()):
         entry = proto.metadata_props.add()
         entry.key, entry.value = key, str(value)
     proto.ir_version = min(proto.ir_version, MAX_IR_VERSION)
-    onnx.checker.check_model(proto)
-    return proto
 
 
 def onnx_metadata(path: str | Path) -> dict[str, str]:

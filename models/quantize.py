@@ -118,11 +118,11 @@ def _label(path: Path, check: dict[str, float]) -> None:
     """The source's metadata is kept by the quantizer; adds what was done and what it passed."""
     import onnx
 
+    from models.export import write_metadata
+
     model = onnx.load(str(path))
     props = {p.key: p.value for p in model.metadata_props}
     props["gridbots.quantized"] = "int8"
     props.update({f"gridbots.quantized.{k}": f"{v:.4f}" for k, v in check.items()})
-    del model.metadata_props[:]
-    for key, value in props.items():
-        model.metadata_props.add(key=key, value=value)
+    write_metadata(model, props)
     onnx.save(model, str(path))

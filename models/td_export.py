@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import json
 import os
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from engine.match import random_states
 from models.base import ModelError, artifact_metadata
-from models.export import MAX_IR_VERSION, OPSET, TOLERANCE
+from models.export import MAX_IR_VERSION, OPSET, TOLERANCE, write_metadata
 
 INPUT_NAME, OUTPUT_NAME, VALUE_NAME = "position", "win_probability", "value"
 ENCODING = "seat-observation"
@@ -131,24 +133,15 @@ def to_onnx(game, network, metadata: dict[str, str]):
     model = helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=MAX_IR_VERSION
     )
-    for key, value in sorted(metadata.items()):
-        entry = model.metadata_props.add()
-        entry.key, entry.value = key, str(value)
+    write_metadata(model, metadata)
     onnx.checker.check_model(model)
     return model
 
 
 def sample_positions(game, count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(state arrays, movers) of non-terminal positions from seeded random games."""
-    rng = np.random.default_rng(seed)
-    states, movers = [], []
-    while len(states) < count:
-        state = game.new_initial_state(seed=seed)
-        while not state.is_terminal() and len(states) < count:
-            states.append(state.array.copy())
-            movers.append(state.current_player())
-            state.apply_action(state.random_action(rng))
-    return np.array(states), np.array(movers)
+    walk = [(s.array.copy(), s.current_player()) for s in islice(random_states(game, seed), count)]
+    return np.array([a for a, _ in walk]), np.array([m for _, m in walk])
 
 
 def export(game, network, params: dict[str, Any], path: str | Path) -> dict[str, Any]:
