@@ -2,7 +2,9 @@
 
 `puct:model=PATH|registry:NAME@ALIAS,sims=N,c=1.5,fpu=0.25,batch=8` (or `ms=T` for a time
 budget; `solve=K` searches each new leaf K plies deep exactly first, so forced wins and losses
-need no network; `nodes=` sizes the tree, `threads=` caps onnxruntime's threads) searches with
+need no network; `gumbel=M` spends the root's simulations by sequential halving over the
+network's M most probable moves, agents.puct_gumbel, for small budgets; `nodes=` sizes the
+tree, `threads=` caps onnxruntime's threads) searches with
 the tree of agents.puct_tree: each round walks the tree `batch` times (virtual loss keeps the
 walks apart), evaluates the leaves in one onnxruntime call and backs them up. The tree is kept
 between moves: the next search starts from the subtree of the moves actually played, when the
@@ -25,12 +27,14 @@ import numpy as np
 
 from agents.analysis import Analysis, from_search
 from agents.base import Agent, AgentError, builder, option
+from agents.puct_gumbel import halving_search
 from agents.puct_tree import Forest, expand_backup, gather_leaves, reroot
 from agents.pv_net import PolicyValueNet
 from engine.protocol import CHANCE, TERMINAL, Game, State
 from engine.specialise import bind
 
 DEFAULT_SIMS = 200
+NO_ROOT_CHOICE = np.full(1, -1, dtype=np.int64)  # every walk leaves the root by PUCT
 BRANCHING = 32  # legal moves per expanded node when sizing a tree (capped by num_actions)
 
 
@@ -61,11 +65,12 @@ class Search:
         self.c_puct, self.fpu, self.discount = float(c_puct), float(fpu), float(discount)
         self.solve = int(solve)
 
-    def round(self, walks: np.ndarray) -> int:
-        """Walks tree t `walks[t]` times; returns the number of leaves evaluated."""
+    def round(self, walks: np.ndarray, root_child: np.ndarray = NO_ROOT_CHOICE) -> int:
+        """Walks tree t `walks[t]` times (walk w leaving the root through child `root_child[w]`
+        where that is >= 0); returns the number of leaves evaluated."""
         f = self.forest
         count = self._gather(
-            f.roots, walks, self.game.num_players, self.c_puct, self.fpu, self.discount,
+            f.roots, walks, root_child, self.game.num_players, self.c_puct, self.fpu, self.discount,
             self.solve, *f.arrays(),
             self.leaf_states, self.leaf_obs, self.leaf_mask, self.leaf_tree, self.leaf_node,
             self.stats,
@@ -133,6 +138,8 @@ class PUCTAgent(Agent):
         self.discount = option(options, "discount", float, 1.0)
         # exact search of each new leaf this many plies deep (0: none): forced results
         self.solve = option(options, "solve", int, 0)
+        # sequential halving at the root over this many candidates (0: PUCT at the root too)
+        self.gumbel = option(options, "gumbel", int, 0)
         if options:
             raise AgentError(f"puct: unknown option(s) {sorted(options)}")
         if self.sims < 1 or self.ms < 0 or self.batch < 1 or self.c_puct < 0:
@@ -141,11 +148,14 @@ class PUCTAgent(Agent):
             raise AgentError("puct: discount must lie in (0, 1]")
         if not 0 <= self.solve <= 8:
             raise AgentError("puct: solve (plies of exact search at new leaves) lies in 0-8")
+        if self.gumbel < 0 or (self.gumbel and self.ms):
+            raise AgentError("puct: gumbel (root candidates) is >= 0 and needs sims=, not ms=")
         capacity = nodes or (400_000 if self.ms else tree_capacity(game, self.sims))
         self.search = Search(game, self.net, 1, capacity, self.batch, self.c_puct, self.fpu,
                              self.discount, self.solve)  # fmt: skip
         self._root: np.ndarray | None = None
         self._root_history: list[int] = []
+        self._root_pick = -1  # the root child sequential halving chose (gumbel only)
 
     def self_play(
         self,
@@ -176,6 +186,9 @@ class PUCTAgent(Agent):
     def run(self, state: State) -> Forest:
         """Searches `state` within the simulation or time budget; returns the forest."""
         self._prepare(state)
+        if self.gumbel:
+            self._root_pick = halving_search(self.search, self.sims, self.gumbel, self.batch)
+            return self.search.forest
         f, walks = self.search.forest, np.zeros(1, dtype=np.int64)
         start, stalls = int(f.visits[0, 0]), 0
         deadline = time.perf_counter() + self.ms / 1000 if self.ms else None
@@ -194,6 +207,8 @@ class PUCTAgent(Agent):
         return f
 
     def _best(self, node: int = 0) -> int:
+        if node == 0 and self.gumbel and self._root_pick >= 0:
+            return self._root_pick
         return self.search.forest.best_child(0, node)
 
     def step(self, state: State, player: int | None = None) -> int:

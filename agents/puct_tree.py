@@ -247,10 +247,14 @@ def _add_children(t, node, player, moves, count, priors, parent, first_child, nu
 
 
 @generic
-def gather_leaves(roots, walks, num_players, c_puct, fpu, discount, solve, parent, first_child,
-                  num_children, action, mover, visits, virtual, value, prior, pending, proof, size,
-                  leaf_states, leaf_obs, leaf_mask, leaf_tree, leaf_node, stats):  # fmt: skip
+def gather_leaves(roots, walks, root_child, num_players, c_puct, fpu, discount, solve, parent,
+                  first_child, num_children, action, mover, visits, virtual, value, prior,
+                  pending, proof, size, leaf_states, leaf_obs, leaf_mask, leaf_tree, leaf_node,
+                  stats):  # fmt: skip
     """Walks tree t `walks[t]` times; returns how many leaves wait in the batch rows.
+
+    `root_child[w]` >= 0 sends the w-th walk of a tree out of its (expanded) root through child
+    number `root_child[w]` instead of the PUCT choice: the root schedule of agents.puct_gumbel.
 
     With `solve` > 0 a new leaf is first searched exactly `solve` plies deep (forced_result): a
     forced win or loss solves it without the network. stats[0] += walks ended at a terminal or
@@ -271,7 +275,7 @@ def gather_leaves(roots, walks, num_players, c_puct, fpu, discount, solve, paren
     f_movers = np.zeros(deep, dtype=np.int64)
     batch = 0
     for t in range(trees):
-        for _ in range(walks[t]):
+        for w in range(walks[t]):
             s[:] = roots[t]
             node = 0
             virtual[t, 0] += 1
@@ -332,8 +336,12 @@ def gather_leaves(roots, walks, num_players, c_puct, fpu, discount, solve, paren
                         leaf_node[batch] = node
                         batch += 1
                         break
-                node = _pick_child(t, node, player == CHANCE, first_child, num_children, visits,
-                                   virtual, value, prior, proof, c_puct, fpu, discount)  # fmt: skip
+                if node == 0 and w < root_child.shape[0] and root_child[w] >= 0:
+                    node = first_child[t, 0] + min(root_child[w], num_children[t, 0] - 1)
+                else:
+                    node = _pick_child(t, node, player == CHANCE, first_child, num_children,
+                                       visits, virtual, value, prior, proof, c_puct, fpu,
+                                       discount)  # fmt: skip
                 apply_action(s, action[t, node])
                 virtual[t, node] += 1
     return batch

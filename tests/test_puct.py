@@ -9,6 +9,7 @@ import pytest
 from agents import make
 from agents.base import AgentError
 from agents.puct import SelfPlaySettings
+from agents.puct_gumbel import child_values, halving_phases, scores
 from agents.pv_net import write_uniform_network
 from engine import parse_game_spec
 from engine.match import play_game
@@ -131,6 +132,8 @@ def test_playout_cap_randomisation_records_only_full_searches(uniform):
         ("puct:model={othello}", "trained for othello"),
         ("puct:model={connect4},sims=0", "sims"),
         ("puct:model={connect4},wat=1", "unknown option"),
+        ("puct:model={connect4},gumbel=4,ms=50", "gumbel"),
+        ("puct:model={connect4},gumbel=-1", "gumbel"),
         ("policy:model={connect4}", "two-player turn-based"),
     ],
 )
@@ -186,3 +189,44 @@ def test_policy_analysis_is_the_networks_own_output(uniform):
     assert sorted(found.policy) == [1, 2, 3, 4, 5, 6]
     assert all(p == pytest.approx(1 / 6) for p in found.policy.values())  # a uniform network
     assert found.value == pytest.approx(0.0) and found.move == 1  # first of equal priors
+
+
+def test_sequential_halving_phases_split_the_budget():
+    assert halving_phases(4, 40) == [(4, 5), (2, 10)]  # two halvings, 20 walks each
+    # 16 candidates, 4 halvings of 10 walks: at least one visit each, the last pair the rest
+    assert halving_phases(16, 40) == [(16, 1), (8, 1), (4, 2), (2, 5)]
+    assert halving_phases(3, 12) == [(3, 2), (2, 3)]
+    assert halving_phases(1, 10) == [(1, 10)] and halving_phases(5, 0) == []
+
+
+def test_gumbel_root_finds_the_win_and_the_block(uniform):
+    g, state = c4("121212")
+    agent = make(f"puct:model={uniform['connect4']},sims=64,gumbel=4", g, seed=0)
+    assert agent.step(state) == 0
+    g, state = c4("12131")
+    assert agent.step(state) == 0
+
+
+def test_gumbel_root_visits_follow_sequential_halving(uniform):
+    """Uniform priors: the candidates are the first four columns. 41 simulations: one evaluates
+    the root, then 5 walks to each of the four, 10 more to each of the better two."""
+    g, state = c4("44")
+    agent = make(f"puct:model={uniform['connect4']},sims=41,gumbel=4,reuse=0", g, seed=0)
+    move = agent.step(state)
+    f = agent.search.forest
+    kids = f.children(0)
+    visits = f.visits[0, kids]
+    assert int(f.visits[0, 0]) == 41 and not f.virtual[0, : f.size[0]].any()
+    assert sorted(visits[:4].tolist()) == [5, 5, 15, 15] and not visits[4:].any()
+    # the move is the survivor with the best logit + sigma(q), not merely the most visited
+    q = child_values(f, 0, kids, 1.0)
+    survivors = np.flatnonzero(visits == 15)
+    best = survivors[np.argmax(scores(np.log(f.prior[0, kids][survivors]), q[survivors], 15))]
+    assert move == int(f.action[0, kids.start + best])
+
+
+def test_gumbel_root_plays_chance_nodes_and_multi_action_turns(uniform):
+    g = parse_game_spec("pig:target=20")
+    agent = make(f"puct:model={uniform['pig']},sims=24,gumbel=2", g, seed=1)
+    final = play_game(g, [agent, make("random", g, seed=2)], seed=3)
+    assert final.is_terminal()
