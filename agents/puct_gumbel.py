@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from agents.puct_proof import DEPTH, DRAW, LOSS, SHIFT, WIN
+from agents.puct_proof import _proven_value
 
 C_VISIT = 50.0
 C_SCALE = 1.0
@@ -47,11 +47,9 @@ def child_values(forest, t: int, kids: slice, discount: float) -> np.ndarray:
     q = np.divide(forest.value[t, kids], visits, out=np.zeros_like(visits), where=visits > 0)
     if (visits > 0).any():
         q[visits == 0] = q[visits > 0].mean()
-    codes = forest.proof[t, kids]
-    kinds, depths = codes >> SHIFT, codes & DEPTH
-    exact = np.where(kinds == LOSS, -1.0, 1.0) * float(discount) ** depths
-    q = np.where((kinds == WIN) | (kinds == LOSS), exact, q)
-    return np.where(kinds == DRAW, 0.0, q)
+    for i in np.flatnonzero(forest.proof[t, kids]):  # solved: the exact value, as PUCT counts it
+        q[i] = _proven_value(int(forest.proof[t, kids.start + i]), float(discount))
+    return q
 
 
 def scores(logits: np.ndarray, q: np.ndarray, most_visits: float) -> np.ndarray:

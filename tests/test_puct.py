@@ -205,6 +205,11 @@ def test_gumbel_root_finds_the_win_and_the_block(uniform):
     assert agent.step(state) == 0
     g, state = c4("12131")
     assert agent.step(state) == 0
+    # the candidates that let X complete column 1 are proven lost and ranked by that value
+    f = agent.search.forest
+    kids = f.children(0)
+    lost = (f.proof[0, kids] >> 16) == 3
+    assert lost.any() and np.allclose(child_values(f, 0, kids, 1.0)[lost], -1.0)
 
 
 def test_gumbel_root_visits_follow_sequential_halving(uniform):
