@@ -27,14 +27,14 @@ import numpy as np
 
 from agents.analysis import Analysis, from_search
 from agents.base import Agent, AgentError, builder, option
-from agents.puct_gumbel import halving_search
+from agents.puct_gumbel import GumbelRoots, halving_search
 from agents.puct_tree import Forest, expand_backup, gather_leaves, reroot
 from agents.pv_net import PolicyValueNet
 from engine.protocol import CHANCE, TERMINAL, Game, State
 from engine.specialise import bind
 
 DEFAULT_SIMS = 200
-NO_ROOT_CHOICE = np.full(1, -1, dtype=np.int64)  # every walk leaves the root by PUCT
+NO_ROOT_CHOICE = np.full((1, 1), -1, dtype=np.int64)  # every walk leaves the root by PUCT
 BRANCHING = 32  # legal moves per expanded node when sizing a tree (capped by num_actions)
 
 
@@ -66,7 +66,7 @@ class Search:
         self.solve = int(solve)
 
     def round(self, walks: np.ndarray, root_child: np.ndarray = NO_ROOT_CHOICE) -> int:
-        """Walks tree t `walks[t]` times (walk w leaving the root through child `root_child[w]`
+        """Walks tree t `walks[t]` times (walk w leaving the root through child `root_child[t, w]`
         where that is >= 0); returns the number of leaves evaluated."""
         f = self.forest
         count = self._gather(
@@ -302,6 +302,7 @@ class SelfPlaySettings:
     alpha: float = 0.3  # Dirichlet noise on the root priors of full searches
     eps: float = 0.25
     reuse: bool = True
+    gumbel: int = 0  # > 0: the root by sequential halving over this many Gumbel-drawn moves
 
 
 @dataclass
@@ -337,6 +338,7 @@ def play_games(
     noise_due = np.zeros(slots, dtype=bool)
     active = np.zeros(slots, dtype=bool)
     decisions = np.zeros(slots, dtype=np.int64)
+    roots = GumbelRoots(f, slots, st.gumbel, search.discount) if st.gumbel > 0 else None
 
     def settle(t: int) -> list[int]:
         """Plays chance outcomes until a player (or the end) is to move."""
@@ -351,6 +353,9 @@ def play_games(
         full[t] = st.fast_sims <= 0 or rng.random() < st.full_share
         target[t] = st.sims if full[t] else st.fast_sims
         base[t] = f.visits[t, 0]
+        if roots is not None:  # Gumbel noise explores instead of Dirichlet noise
+            roots.begin(t, int(target[t]), rng)
+            return
         noise_due[t] = full[t] and st.eps > 0
         if noise_due[t] and f.num_children[t, 0] > 0:
             search.add_noise(t, st.alpha, st.eps, rng)
@@ -375,7 +380,10 @@ def play_games(
         state, rng = states[t], rngs[index[t]]
         counts, means = f.root_stats(t, game.num_actions)
         share = counts / max(counts.sum(), 1.0)
-        if decisions[t] < st.temperature_plies and not f.solved(t):
+        if roots is not None:  # the halving's choice, trained towards the improved policy
+            child, share = roots.finish(t, game.num_actions, rng)
+            action = int(f.action[t, child])
+        elif decisions[t] < st.temperature_plies and not f.solved(t):
             weights = counts ** (1.0 / st.temperature)
             action = int(rng.choice(len(weights), p=weights / weights.sum()))
         else:
@@ -408,7 +416,11 @@ def play_games(
         walks[:] = active
         if not active.any():
             break
-        search.round(walks)
+        if roots is None:
+            search.round(walks)
+        else:
+            search.round(walks, roots.next_walks(np.flatnonzero(active)))
+            roots.plan_expanded(np.flatnonzero(active), lambda t: rngs[index[t]])
         for t in np.flatnonzero(noise_due & (f.num_children[:slots, 0] > 0)):
             search.add_noise(t, st.alpha, st.eps, rngs[index[t]])
             noise_due[t] = False

@@ -103,7 +103,7 @@ def halving_search(search, sims: int, considered: int, batch: int) -> int:
             chunk = _next_walks(ranked[:k], owed, expanded, min(batch, left))
             before = int(f.visits[0, 0])
             walks[0] = len(chunk)
-            search.round(walks, chunk)
+            search.round(walks, chunk[None, :])
             np.subtract.at(owed, chunk, 1)
             stalls = stalls + 1 if int(f.visits[0, 0]) == before else 0
             if f.solved(0):  # a proven win, or every move decided: the exact choice
@@ -115,3 +115,111 @@ def halving_search(search, sims: int, considered: int, batch: int) -> int:
         if int(f.visits[0, 0]) - start >= sims:
             break
     return kids.start + int(ranked[0])
+
+
+def improved_policy(logits: np.ndarray, q: np.ndarray, most_visits: float) -> np.ndarray:
+    """The paper's policy target, softmax(logit + sigma(completed q)), over the root's children
+    (`q` from child_values: an unvisited child completed by its visited siblings' mean)."""
+    z = scores(logits, q, most_visits)
+    z = np.exp(z - z.max())
+    return z / z.sum()
+
+
+class GumbelRoots:
+    """Sequential halving at the root of every game in flight, for batched self-play: each tree
+    takes one walk a round through the child its schedule names (`choice`, Search.round's
+    `root_child`). Exploration comes from Gumbel noise on the logits, which picks the
+    candidates and enters the final choice (Gumbel-top-k sampling without replacement), in
+    place of Dirichlet noise and temperature; `finish` returns the move and the improved policy
+    to train on. The bookkeeping per tree is a phase's walk order, advanced by array indexing
+    every round and re-ranked in Python once a phase (a few times a move)."""
+
+    def __init__(self, forest, slots: int, considered: int, discount: float):
+        self.forest, self.considered, self.discount = forest, int(considered), float(discount)
+        self.choice = np.full((slots, 1), -1, dtype=np.int64)
+        self.planned = np.zeros(slots, dtype=bool)
+        self.budget = np.zeros(slots, dtype=np.int64)
+        self.base = np.zeros(slots, dtype=np.int64)  # root visits when the move began
+        self.order = np.zeros((slots, 1), dtype=np.int64)  # each tree's walk order (children)
+        self.cursor = np.zeros(slots, dtype=np.int64)
+        self.length = np.zeros(slots, dtype=np.int64)
+        self.kept = np.zeros(slots, dtype=np.int64)  # candidates in the current phase
+        self.noisy: list[np.ndarray] = [np.empty(0)] * slots  # gumbel + logit per child
+        self.ranked: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * slots
+        self.phases: list[list[tuple[int, int]]] = [[] for _ in range(slots)]
+
+    def begin(self, t: int, sims: int, rng: np.random.Generator) -> None:
+        """A new move of tree t with `sims` walks, planned now if its root has children (a
+        reused tree), else after the round that expands it (`plan_expanded`)."""
+        self.planned[t], self.budget[t] = False, int(sims)
+        self.base[t] = self.forest.visits[t, 0]
+        if self.forest.num_children[t, 0] > 0:
+            self.plan(t, rng)
+
+    def plan(self, t: int, rng: np.random.Generator) -> None:
+        """Draws the Gumbel noise and the candidates: the top `considered` of gumbel + logit."""
+        f = self.forest
+        kids = f.children(t)
+        logits = np.log(np.maximum(f.prior[t, kids], 1e-30))
+        self.noisy[t] = rng.gumbel(size=kids.stop - kids.start) + logits
+        top = max(1, min(self.considered, kids.stop - kids.start))
+        self.ranked[t] = np.argsort(-self.noisy[t], kind="stable")[:top]
+        left = int(self.budget[t] - (f.visits[t, 0] - self.base[t]))  # after the root's walk
+        self.phases[t] = halving_phases(top, left)
+        self.planned[t] = True
+        self._start_phase(t)
+
+    def plan_expanded(self, trees: np.ndarray, rngs) -> None:
+        """Plans the trees among `trees` whose root the last round expanded."""
+        f = self.forest
+        for t in trees[~self.planned[trees] & (f.num_children[trees, 0] > 0)]:
+            self.plan(int(t), rngs(int(t)))
+
+    def _start_phase(self, t: int) -> None:
+        if self.phases[t]:
+            k, each = self.phases[t].pop(0)
+        else:  # schedule spent, budget not (dropped walks): the last pair again
+            k, each = min(2, len(self.ranked[t])), 1
+        walk_order = np.tile(self.ranked[t][:k], each)
+        if walk_order.size > self.order.shape[1]:
+            grown = np.zeros((self.order.shape[0], walk_order.size), dtype=np.int64)
+            grown[:, : self.order.shape[1]] = self.order
+            self.order = grown
+        self.order[t, : walk_order.size] = walk_order
+        self.cursor[t], self.length[t], self.kept[t] = 0, walk_order.size, k
+
+    def _rank(self, t: int) -> None:
+        """Orders the current phase's candidates by gumbel + logit + sigma(q), best first."""
+        f = self.forest
+        kids = f.children(t)
+        q = child_values(f, t, kids, self.discount)
+        top = self.ranked[t][: self.kept[t]]
+        value = scores(self.noisy[t][top], q[top], float(f.visits[t, kids].max()))
+        self.ranked[t] = top[np.argsort(-value, kind="stable")]
+
+    def next_walks(self, trees: np.ndarray) -> np.ndarray:
+        """`choice` for one walk of each of `trees` this round (PUCT's for unplanned trees); a
+        tree whose phase ends keeps the better half of its candidates."""
+        self.choice[:, 0] = -1
+        trees = trees[self.planned[trees]]
+        self.choice[trees, 0] = self.order[trees, self.cursor[trees]]
+        self.cursor[trees] += 1
+        for t in trees[self.cursor[trees] >= self.length[trees]]:
+            self._rank(int(t))
+            self._start_phase(int(t))
+        return self.choice
+
+    def finish(self, t: int, num_actions: int, rng: np.random.Generator) -> tuple[int, np.ndarray]:
+        """(root child to play, improved policy over the game's actions) of tree t's move: the
+        best candidate of the current phase, or the exact choice once the root is solved."""
+        f = self.forest
+        if not self.planned[t]:
+            self.plan(t, rng)
+        kids = f.children(t)
+        self._rank(t)
+        best = f.best_child(t) if f.solved(t) else kids.start + int(self.ranked[t][0])
+        logits = np.log(np.maximum(f.prior[t, kids], 1e-30))
+        q = child_values(f, t, kids, self.discount)
+        policy = np.zeros(num_actions, dtype=np.float64)
+        policy[f.action[t, kids]] = improved_policy(logits, q, float(f.visits[t, kids].max()))
+        return best, policy

@@ -253,8 +253,9 @@ def gather_leaves(roots, walks, root_child, num_players, c_puct, fpu, discount, 
                   stats):  # fmt: skip
     """Walks tree t `walks[t]` times; returns how many leaves wait in the batch rows.
 
-    `root_child[w]` >= 0 sends the w-th walk of a tree out of its (expanded) root through child
-    number `root_child[w]` instead of the PUCT choice: the root schedule of agents.puct_gumbel.
+    `root_child[t, w]` >= 0 sends the w-th walk of tree t out of its (expanded) root through
+    child number `root_child[t, w]` instead of the PUCT choice: the root schedules of
+    agents.puct_gumbel (trees beyond its rows, walks beyond its columns choose by PUCT).
 
     With `solve` > 0 a new leaf is first searched exactly `solve` plies deep (forced_result): a
     forced win or loss solves it without the network. stats[0] += walks ended at a terminal or
@@ -336,8 +337,9 @@ def gather_leaves(roots, walks, root_child, num_players, c_puct, fpu, discount, 
                         leaf_node[batch] = node
                         batch += 1
                         break
-                if node == 0 and w < root_child.shape[0] and root_child[w] >= 0:
-                    node = first_child[t, 0] + min(root_child[w], num_children[t, 0] - 1)
+                if (node == 0 and t < root_child.shape[0] and w < root_child.shape[1]
+                        and root_child[t, w] >= 0):  # fmt: skip
+                    node = first_child[t, 0] + min(root_child[t, w], num_children[t, 0] - 1)
                 else:
                     node = _pick_child(t, node, player == CHANCE, first_child, num_children,
                                        visits, virtual, value, prior, proof, c_puct, fpu,

@@ -182,9 +182,10 @@ def test_both_profiles_define_complete_loops():
 
 
 def test_the_loop_runs_on_tactics_chance_draws_and_multi_action_turns(tmp_path, prefect_api):
-    """Generation 0 from MCTS per unit turn, generation 1 from PUCT on the network (card draws are
-    chance nodes, a turn is several actions, the policy covers 4,320 cell x id actions); the
-    recorded histories (chance outcomes included) pass validation and the network is registered."""
+    """Generation 0 from MCTS per unit turn, generation 1 from PUCT on the network with a Gumbel
+    root (selfplay `gumbel`; card draws are chance nodes, a turn is several actions, the policy
+    covers 4,320 cell x id actions); the recorded histories (chance outcomes included) pass
+    validation and the network is registered."""
     params = toy_params()
     params["playerzero"] = {"tactics": {
         **params["playerzero"]["connect4"],
@@ -192,7 +193,8 @@ def test_the_loop_runs_on_tactics_chance_draws_and_multi_action_turns(tmp_path, 
         "networks": [1],
         "first": {"agent": "mcts:sims=10,per=turn", "games": 2, "shard_size": 2},
         "selfplay": {"games": 2, "shard_size": 2, "sims": 4, "c": 1.5, "fpu": 0.25,
-                     "parallel": 2, "temperature_plies": 4, "alpha": 1.0, "eps": 0.25},
+                     "parallel": 2, "temperature_plies": 4, "alpha": 1.0, "eps": 0.25,
+                     "gumbel": 2},
         "train": {"steps": 4, "batch_size": 32, "discount": 0.98},
         "arena": {"games": 2, "sims": 4, "opening": 0, "elo1": 40, "min_games": 2},
         "evaluate": {"sims": 4, "opponent": "random", "games": 2},

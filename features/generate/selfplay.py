@@ -17,7 +17,11 @@ Agents that can play many games at once (`self_play`, e.g. `puct:model=…`) get
 `parallel` games step together so that one network call evaluates one leaf of each, the noise
 goes into the root priors as in AlphaZero, and with `fast_sims` > 0 only a `full_share` of the
 moves get the full search and are recorded (playout-cap randomisation, KataGo); the others get
-`fast_sims` simulations and no record. Starting conditions are randomized by a seeded
+`fast_sims` simulations and no record. With `gumbel` = M > 0 such agents spend each search's
+simulations by sequential halving over M root moves drawn by Gumbel noise on the network's
+logits, play the best of them and record the improved policy, softmax(logit + sigma(q)), as
+the target (Gumbel AlphaZero, agents.puct_gumbel); that noise replaces the Dirichlet noise and
+the temperature, which are then unused. Starting conditions are randomized by a seeded
 scenario per game plus `opening` random plies that never end the game (not recorded as
 positions). Chance outcomes are sampled and are not positions. Simultaneous games are refused:
 the search is turn-based.
@@ -59,6 +63,7 @@ PARAMS: dict[str, Any] = {
     "parallel": 64,  # games in flight for agents that batch them (puct)
     "fast_sims": 0,  # playout-cap randomisation for such agents: cheap search of most moves
     "full_share": 0.25,  # share of fully searched (recorded) moves when fast_sims > 0
+    "gumbel": 0,  # > 0: root candidates of a Gumbel sequential-halving root (batching agents)
     "scenario": {},  # scenario options of every game
 }
 
@@ -86,6 +91,7 @@ def validate_params(game: Game, params: dict[str, Any]) -> dict[str, Any]:
     p["parallel"] = checked_number("selfplay", p, "parallel", int, 1, None, DataError)
     p["fast_sims"] = checked_number("selfplay", p, "fast_sims", int, 0, None, DataError)
     p["full_share"] = checked_number("selfplay", p, "full_share", float, 0.0, 1.0, DataError)
+    p["gumbel"] = checked_number("selfplay", p, "gumbel", int, 0, None, DataError)
     if not isinstance(p["scenario"], dict):
         raise DataError("selfplay: scenario must be a dict of scenario options")
     p["scenario"] = dict(p["scenario"])
@@ -98,6 +104,9 @@ def validate_params(game: Game, params: dict[str, Any]) -> dict[str, Any]:
         raise DataError(f"selfplay: {error}") from None
     if not callable(getattr(agent, "policy", None)):
         raise DataError(f"selfplay: agent {p['agent']!r} has no search policy (try mcts)")
+    if p["gumbel"] and not callable(getattr(agent, "self_play", None)):
+        raise DataError(f"selfplay: gumbel needs an agent that plays games in batches (puct), "
+                        f"not {p['agent']!r}")  # fmt: skip
     return p
 
 
@@ -198,7 +207,7 @@ def _batched_shard(game, self_play, p, seed, units, games, positions) -> None:
     settings = SelfPlaySettings(
         sims=0, fast_sims=p["fast_sims"], full_share=p["full_share"], parallel=p["parallel"],
         temperature=p["temperature"], temperature_plies=p["temperature_plies"],
-        alpha=p["alpha"], eps=p["eps"],
+        alpha=p["alpha"], eps=p["eps"], gumbel=p["gumbel"],
     )  # fmt: skip
     seeds = [game_seeds(seed, unit, 3) for unit in units]
     starts = [game.new_initial_state(seed=s[0], **p["scenario"]) for s in seeds]

@@ -1,0 +1,137 @@
+"""Gumbel AlphaZero's root in batched self-play (agents.puct_gumbel.GumbelRoots): the walk
+schedule and the move worked out by hand from the drawn noise, the improved policy, and the
+selfplay technique with it on Connect 4 and on pig (chance nodes, multi-action turns)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents.puct import Search
+from agents.puct_gumbel import C_SCALE, C_VISIT, GumbelRoots
+from agents.pv_net import PolicyValueNet, write_uniform_network
+from engine import parse_game_spec
+from features.errors import DataError
+from features.generate import selfplay
+
+
+@pytest.fixture(scope="module")
+def uniform(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("uniform")
+    return {
+        name: str(write_uniform_network(parse_game_spec(name), folder / f"{name}.onnx"))
+        for name in ("connect4", "pig")
+    }
+
+
+def sigma(q: np.ndarray, most: float) -> np.ndarray:
+    return (C_VISIT + most) * C_SCALE * (q + 1.0) / 2.0
+
+
+def searched(uniform, moves: str, considered: int, sims: int, seed: int):
+    """One tree searched from the position after `moves` (1-based columns) the way self-play
+    does it: one walk a round, the halving's child forced at the root."""
+    game = parse_game_spec("connect4")
+    state = game.state_from_history(game.parse_moves(moves))
+    search = Search(game, PolicyValueNet(game, uniform["connect4"]), 1, 4096, 1, 1.5, 0.25)
+    search.forest.reset(0, state.array)
+    roots = GumbelRoots(search.forest, 1, considered, 1.0)
+    rng = np.random.default_rng(seed)
+    roots.begin(0, sims, rng)
+    trees, walks = np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.int64)
+    while search.forest.visits[0, 0] < sims:
+        search.round(walks, roots.next_walks(trees))
+        roots.plan_expanded(trees, lambda t: rng)
+    return game, search.forest, roots, rng
+
+
+def test_walks_follow_the_halving_of_the_gumbel_drawn_candidates(uniform):
+    """Uniform priors: the candidates are the four columns with the largest Gumbel draws (the
+    generator's first draws after the search began); 41 walks: one evaluates the root, 5 go to
+    each candidate, then 10 more to each of the two with the best gumbel + sigma(q)."""
+    game, f, roots, rng = searched(uniform, "44", considered=4, sims=41, seed=7)
+    gumbel = np.random.default_rng(7).gumbel(size=7)  # the same generator's first draws
+    candidates = np.argsort(-gumbel, kind="stable")[:4]
+    kids = f.children(0)
+    visits = f.visits[0, kids]
+    assert set(np.flatnonzero(visits)) == set(candidates.tolist())
+    assert sorted(visits[candidates].tolist()) == [5, 5, 15, 15]
+    q = np.divide(f.value[0, kids], np.maximum(visits, 1))
+    # which two went on: with the values they had after 5 walks each (that is: the ones now at
+    # 15 must be the top two of gumbel + sigma(q) over the four, at the visits the ranking saw)
+    survivors = np.flatnonzero(visits == 15)
+    move, policy = roots.finish(0, game.num_actions, rng)
+    best = survivors[np.argmax(gumbel[survivors] + sigma(q[survivors], 15.0))]
+    assert move == kids.start + best
+    # the improved policy: softmax(logit + sigma(completed q)), unvisited columns at the mean q
+    completed = q.copy()
+    completed[visits == 0] = q[visits > 0].mean()
+    z = np.log(f.prior[0, kids]) + sigma(completed, 15.0)
+    expected = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+    assert np.allclose(policy[f.action[0, kids]], expected) and policy.sum() == pytest.approx(1)
+
+
+def test_the_immediate_win_is_played_and_learned(uniform):
+    """X to move with three in column 1: every candidate considered, the win is the move and
+    takes nearly all of the improved policy, whatever the noise drew."""
+    for seed in range(3):
+        game, f, roots, rng = searched(uniform, "121212", considered=7, sims=30, seed=seed)
+        move, policy = roots.finish(0, game.num_actions, rng)
+        assert int(f.action[0, move]) == 0
+        assert policy[0] > 0.99 and policy.sum() == pytest.approx(1.0)
+
+
+def shard(uniform, game_name: str, **params):
+    game = parse_game_spec(game_name)
+    spec = f"puct:model={uniform[game_name]},sims=24"
+    p = {"x": 4, "shard_size": 4, "agent": spec, "parallel": 4, "gumbel": 4, **params}
+    return game, selfplay.generate_shard(game, p, seed=5, shard=0, first_game_id=0)
+
+
+@pytest.mark.parametrize("game_name", ["connect4", "pig"])
+def test_selfplay_records_improved_policies_over_the_legal_moves(uniform, game_name):
+    game, tables = shard(uniform, game_name, fast_sims=8, full_share=0.5)
+    positions = tables["positions"].to_pylist()
+    assert tables["games"].num_rows == 4 and positions
+    for row in positions:
+        policy = np.asarray(row["policy"], dtype=np.float64)
+        legal = np.asarray(row["legal_mask"], dtype=bool)
+        assert policy.sum() == pytest.approx(1.0, abs=1e-5)
+        assert not policy[~legal].any() and row["action"] in np.flatnonzero(legal)
+    again = shard(uniform, game_name, fast_sims=8, full_share=0.5)[1]
+    assert again["games"].equals(tables["games"])  # seeded: the same games and targets
+    assert again["positions"]["policy"].equals(tables["positions"]["policy"])
+    other = selfplay.generate_shard(
+        game, {"x": 4, "shard_size": 4, "agent": f"puct:model={uniform[game_name]},sims=24",
+               "parallel": 4, "gumbel": 4, "fast_sims": 8, "full_share": 0.5},
+        seed=6, shard=0, first_game_id=0,
+    )  # fmt: skip
+    assert not other["games"].equals(tables["games"])
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"gumbel": -1}, {"gumbel": 4, "agent": "mcts:sims=10"}, {"gumbel": "many"}],
+)
+def test_bad_gumbel_settings_are_data_errors(uniform, params):
+    game = parse_game_spec("connect4")
+    p = {"x": 2, "agent": f"puct:model={uniform['connect4']},sims=8", **params}
+    with pytest.raises(DataError, match="gumbel"):
+        selfplay.validate_params(game, p)
+
+
+def test_the_loop_hands_its_gumbel_setting_to_selfplay(uniform, tmp_path):
+    """params playerzero.GAME.selfplay.gumbel reaches the technique of the loop's generations."""
+    import yaml
+
+    from models.playerzero_loop import selfplay_options
+
+    repo = Path(__file__).resolve().parent.parent
+    params = yaml.safe_load((repo / "params.yaml").read_text())["playerzero"]["connect4"]
+    params["selfplay"]["gumbel"] = 3
+    state = {"player": {"path": uniform["connect4"], "scale": 1}}
+    options = selfplay_options(params, state, tmp_path)
+    checked = selfplay.validate_params(parse_game_spec("connect4"), options)
+    assert checked["gumbel"] == 3 and checked["agent"].startswith("puct:model=")
