@@ -5,10 +5,12 @@ starts: the baseline has one game in flight (every onnxruntime call evaluates on
 batched run `--parallel` games in flight (every call evaluates one leaf of each game). Reported:
 moves and recorded positions per second, the ratio, and the onnxruntime batch sizes used (a
 histogram and the mean). The network is `--model`, or a fresh network of `--scale` (speed does
-not depend on what it learned).
+not depend on what it learned). `--gumbel M` gives both runs Gumbel AlphaZero's root over M
+moves (the selfplay technique's `gumbel`) instead of PUCT's root with Dirichlet noise.
 
     .venv/bin/python benchmarks/selfplay.py [--game connect4] [--model M.onnx | --scale 2]
         [--sims 100] [--fast-sims 0] [--parallel 128] [--games 256] [--baseline-games 16]
+        [--gumbel 0]
 """
 
 from __future__ import annotations
@@ -86,13 +88,15 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=256)
     parser.add_argument("--baseline-games", type=int, default=16)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--gumbel", type=int, default=0)
     args = parser.parse_args()
     game = parse_game_spec(args.game)
     with tempfile.TemporaryDirectory() as folder:
         model = args.model or fresh_network(game, args.scale, Path(folder))
-        base = SelfPlaySettings(sims=args.sims, fast_sims=args.fast_sims, parallel=1)
+        base = SelfPlaySettings(sims=args.sims, fast_sims=args.fast_sims, parallel=1,
+                                gumbel=args.gumbel)  # fmt: skip
         batched = SelfPlaySettings(sims=args.sims, fast_sims=args.fast_sims,
-                                   parallel=args.parallel)  # fmt: skip
+                                   parallel=args.parallel, gumbel=args.gumbel)  # fmt: skip
         run(game, model, 2, base, args.threads)  # warm-up: compiled loops, session
         one = run(game, model, args.baseline_games, base, args.threads)
         many = run(game, model, args.games, batched, args.threads)
@@ -103,6 +107,7 @@ def main() -> None:
         "model": str(args.model or f"fresh scale {args.scale}"),
         "sims": args.sims,
         "fast_sims": args.fast_sims,
+        "gumbel": args.gumbel,
         "threads": args.threads,
         "one_leaf_per_call": [one, again],
         "batched": many,
