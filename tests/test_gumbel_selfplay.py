@@ -59,8 +59,7 @@ def test_walks_follow_the_halving_of_the_gumbel_drawn_candidates(uniform):
     assert set(np.flatnonzero(visits)) == set(candidates.tolist())
     assert sorted(visits[candidates].tolist()) == [5, 5, 15, 15]
     q = np.divide(f.value[0, kids], np.maximum(visits, 1))
-    # which two went on: with the values they had after 5 walks each (that is: the ones now at
-    # 15 must be the top two of gumbel + sigma(q) over the four, at the visits the ranking saw)
+    # the move: the survivor (15 walks) with the best gumbel + logit + sigma(q)
     survivors = np.flatnonzero(visits == 15)
     move, policy = roots.finish(0, game.num_actions, rng)
     best = survivors[np.argmax(gumbel[survivors] + sigma(q[survivors], 15.0))]
