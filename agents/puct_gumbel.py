@@ -52,6 +52,11 @@ def child_values(forest, t: int, kids: slice, discount: float) -> np.ndarray:
     return q
 
 
+def root_logits(forest, t: int, kids: slice) -> np.ndarray:
+    """The network's log-priors of tree t's root children (a zero prior kept finite)."""
+    return np.log(np.maximum(forest.prior[t, kids], 1e-30))
+
+
 def scores(logits: np.ndarray, q: np.ndarray, most_visits: float) -> np.ndarray:
     """logit + sigma(q): the ranking of candidates and the final choice."""
     return logits + (C_VISIT + most_visits) * C_SCALE * (q + 1.0) / 2.0
@@ -88,7 +93,7 @@ def halving_search(search, sims: int, considered: int, batch: int) -> int:
     count = kids.stop - kids.start
     if count <= 1:
         return kids.start if count == 1 else -1
-    logits = np.log(np.maximum(f.prior[0, kids], 1e-30))
+    logits = root_logits(f, 0, kids)
     ranked = np.argsort(-logits, kind="stable")[: max(1, min(considered, count))]
     owed = np.zeros(count, dtype=np.int64)
     for k, each in halving_phases(len(ranked), sims - (int(f.visits[0, 0]) - start)):
@@ -160,7 +165,7 @@ class GumbelRoots:
         """Draws the Gumbel noise and the candidates: the top `considered` of gumbel + logit."""
         f = self.forest
         kids = f.children(t)
-        logits = np.log(np.maximum(f.prior[t, kids], 1e-30))
+        logits = root_logits(f, t, kids)
         self.noisy[t] = rng.gumbel(size=kids.stop - kids.start) + logits
         top = max(1, min(self.considered, kids.stop - kids.start))
         self.ranked[t] = np.argsort(-self.noisy[t], kind="stable")[:top]
@@ -188,14 +193,16 @@ class GumbelRoots:
         self.order[t, : walk_order.size] = walk_order
         self.cursor[t], self.length[t], self.kept[t] = 0, walk_order.size, k
 
-    def _rank(self, t: int) -> None:
-        """Orders the current phase's candidates by gumbel + logit + sigma(q), best first."""
+    def _rank(self, t: int) -> np.ndarray:
+        """Orders the current phase's candidates by gumbel + logit + sigma(q), best first;
+        returns the children's q."""
         f = self.forest
         kids = f.children(t)
         q = child_values(f, t, kids, self.discount)
         top = self.ranked[t][: self.kept[t]]
         value = scores(self.noisy[t][top], q[top], float(f.visits[t, kids].max()))
         self.ranked[t] = top[np.argsort(-value, kind="stable")]
+        return q
 
     def next_walks(self, trees: np.ndarray) -> np.ndarray:
         """`choice` for one walk of each of `trees` this round (PUCT's for unplanned trees); a
@@ -216,10 +223,9 @@ class GumbelRoots:
         if not self.planned[t]:
             self.plan(t, rng)
         kids = f.children(t)
-        self._rank(t)
+        q = self._rank(t)
         best = f.best_child(t) if f.solved(t) else kids.start + int(self.ranked[t][0])
-        logits = np.log(np.maximum(f.prior[t, kids], 1e-30))
-        q = child_values(f, t, kids, self.discount)
+        logits = root_logits(f, t, kids)
         policy = np.zeros(num_actions, dtype=np.float64)
         policy[f.action[t, kids]] = improved_policy(logits, q, float(f.visits[t, kids].max()))
         return best, policy
