@@ -30,6 +30,7 @@ from agents.search import (  # noqa: F401  (re-exported: the names callers know)
     deepen,
     hash_state,
     result_value,
+    unit_value,
     zero_evaluate,
 )
 from engine.protocol import Game, State
@@ -147,21 +148,12 @@ class AlphaBetaAgent(Agent):
             else:
                 out = self.core.search(child.array, player, min(below, self.max_depth))
                 score, nodes = out.value, nodes + out.nodes
-            values[action], end = _unit(score, 1)
+            values[action], end = unit_value(score, 1)
             if end:
                 ends[action] = end
-        value, end = _unit(result.value, 0)
+        value, end = unit_value(result.value, 0)
         return Analysis(
             move=result.move, value=value, values=values, ends=ends,
             seconds=time.perf_counter() - start,
             extra={"depth": result.depth, "nodes": nodes, "exact": result.exact},
         )  # fmt: skip
-
-
-def _unit(score: float, plies_before: int) -> tuple[float, int]:
-    """A core score as (value in [-1, 1], signed plies to a proven end or 0): results are
-    +-WIN_SCALE minus their distance, counted from `plies_before` plies below the position."""
-    if abs(score) <= RESULT_BOUND:
-        return score, 0
-    plies = round(WIN_SCALE - abs(score)) + plies_before
-    return (1.0, plies) if score > 0 else (-1.0, -plies)

@@ -3,8 +3,9 @@
 `puct:model=PATH|registry:NAME@ALIAS,sims=N,c=1.5,fpu=0.25,batch=8` (or `ms=T` for a time
 budget; `solve=K` searches each new leaf K plies deep exactly first, so forced wins and losses
 need no network; `gumbel=M` spends the root's simulations by sequential halving over the
-network's M most probable moves, agents.puct_gumbel, for small budgets; `nodes=` sizes the
-tree, `threads=` caps onnxruntime's threads) searches with
+network's M most probable moves, agents.puct_gumbel, for small budgets; `exact=T` first spends
+up to T ms on a complete alpha-beta search and plays a result it proves, the endgame solver of
+Othello programs; `nodes=` sizes the tree, `threads=` caps onnxruntime's threads) searches with
 the tree of agents.puct_tree: each round walks the tree `batch` times (virtual loss keeps the
 walks apart), evaluates the leaves in one onnxruntime call and backs them up. The tree is kept
 between moves: the next search starts from the subtree of the moves actually played, when the
@@ -30,6 +31,7 @@ from agents.base import Agent, AgentError, builder, option
 from agents.puct_gumbel import GumbelRoots, halving_search
 from agents.puct_tree import Forest, expand_backup, gather_leaves, reroot
 from agents.pv_net import PolicyValueNet
+from agents.search import Outcome, Prover, unit_value
 from engine.protocol import CHANCE, TERMINAL, Game, State
 from engine.specialise import bind
 
@@ -140,6 +142,8 @@ class PUCTAgent(Agent):
         self.solve = option(options, "solve", int, 0)
         # sequential halving at the root over this many candidates (0: PUCT at the root too)
         self.gumbel = option(options, "gumbel", int, 0)
+        # ms of complete alpha-beta before the search; a proven result is played (0: none)
+        self.exact = option(options, "exact", float, 0.0)
         if options:
             raise AgentError(f"puct: unknown option(s) {sorted(options)}")
         if self.sims < 1 or self.ms < 0 or self.batch < 1 or self.c_puct < 0:
@@ -150,6 +154,14 @@ class PUCTAgent(Agent):
             raise AgentError("puct: solve (plies of exact search at new leaves) lies in 0-8")
         if self.gumbel < 0 or (self.gumbel and self.ms):
             raise AgentError("puct: gumbel (root candidates) is >= 0 and needs sims=, not ms=")
+        self.prover = None
+        if self.exact < 0:
+            raise AgentError("puct: exact (ms of complete alpha-beta) is >= 0")
+        if self.exact:
+            try:
+                self.prover = Prover(game, self.exact, seed=0 if seed is None else seed)
+            except ValueError as error:
+                raise AgentError(f"puct: exact: {error}") from None
         capacity = nodes or (400_000 if self.ms else tree_capacity(game, self.sims))
         self.search = Search(game, self.net, 1, capacity, self.batch, self.c_puct, self.fpu,
                              self.discount, self.solve)  # fmt: skip
@@ -183,15 +195,17 @@ class PUCTAgent(Agent):
             self.search.forest.reset(0, state.array)
         self._root, self._root_history = state.array.copy(), history
 
-    def run(self, state: State) -> Forest:
-        """Searches `state` within the simulation or time budget; returns the forest."""
+    def run(self, state: State, ms: float | None = None) -> Forest:
+        """Searches `state` within the simulation or time budget (`ms` instead of the agent's
+        own); returns the forest."""
         self._prepare(state)
+        ms = self.ms if ms is None else ms
         if self.gumbel:
             self._root_pick = halving_search(self.search, self.sims, self.gumbel, self.batch)
             return self.search.forest
         f, walks = self.search.forest, np.zeros(1, dtype=np.int64)
         start, stalls = int(f.visits[0, 0]), 0
-        deadline = time.perf_counter() + self.ms / 1000 if self.ms else None
+        deadline = time.perf_counter() + ms / 1000 if ms else None
         while True:
             done = int(f.visits[0, 0]) - start
             if deadline is None and done >= self.sims:
@@ -214,10 +228,22 @@ class PUCTAgent(Agent):
     def step(self, state: State, player: int | None = None) -> int:
         if state.current_player() in (CHANCE, TERMINAL) or state.current_player() < 0:
             return state.random_action(self.rng, player)
-        f = self.run(state)
+        proven, ms_left = self._prove(state)
+        if proven is not None:
+            return proven.move
+        f = self.run(state, ms_left)
         if f.num_children[0, 0] == 0:
             return state.random_action(self.rng)
         return int(f.action[0, self._best()])
+
+    def _prove(self, state: State) -> tuple[Outcome | None, float]:
+        """`exact=`'s attempt: the proven outcome, or None and the time budget left to PUCT."""
+        if self.prover is None:
+            return None, self.ms
+        start = time.perf_counter()
+        proven = self.prover.attempt(state.array, state.current_player())
+        spent = (time.perf_counter() - start) * 1000
+        return proven, max(self.ms - spent, 1.0) if self.ms else 0.0
 
     def analyse(self, state: State) -> Analysis:
         """One search: visit shares and mean values of the root's visited actions, the move
@@ -225,7 +251,14 @@ class PUCTAgent(Agent):
         if state.current_player() < 0:
             return super().analyse(state)  # the protocol's error
         start = time.perf_counter()
-        f = self.run(state)
+        proven, ms_left = self._prove(state)
+        if proven is not None:  # what step plays: the result, no tree statistics
+            value, plies = unit_value(proven.value, 0)
+            ends = {proven.move: plies} if plies else {}
+            extra = {"proven": True, "depth": proven.depth, "nodes": proven.nodes}
+            return Analysis(move=proven.move, value=value, ends=ends,
+                            seconds=time.perf_counter() - start, extra=extra)  # fmt: skip
+        f = self.run(state, ms_left)
         counts, means = f.root_stats(0, self.game.num_actions)
         visited = np.flatnonzero(counts > 0)
         move = int(f.action[0, self._best()]) if f.num_children[0, 0] else self.step(state)

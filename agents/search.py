@@ -37,6 +37,7 @@ from agents.search_loop import (  # noqa: F401 (the names callers import from ag
 )
 from agents.search_table import RESULT_BOUND, hash_state, memory, table  # noqa: F401
 from engine.bits import new_rng
+from engine.loops import play_random_games
 from engine.protocol import Game
 from engine.specialise import bind
 
@@ -230,3 +231,75 @@ def deepen(core: AlphaBeta, s: np.ndarray, q: int, depth: int = 0, ms: float = 0
     assert result is not None
     result.nodes = total
     return result
+
+
+def prove(core: AlphaBeta, s: np.ndarray, q: int, ms: float) -> tuple[Outcome | None, int]:
+    """The game's exact result from `s` and a move that keeps it, when iterative deepening
+    within `ms` reaches every end of the game (or a forced win or loss) below it, else None;
+    and the deepest depth it completed. Each depth runs while the time the last one took,
+    times its growth over the one before, fits: far from the end a depth costs several times
+    the last and it gives up early; near the end the lines run out, depths cost little more
+    than the one before (a growth `deepen`, which assumes at least 2, would not try)."""
+    core.new_move()
+    deadline = time.perf_counter() + ms / 1000
+    nodes_per_second, last_seconds, reached = 0.0, 0.0, 0
+    for d in range(1, core.max_depth + 1):
+        budget = 1 << 62
+        if nodes_per_second:
+            budget = max(int((deadline - time.perf_counter()) * nodes_per_second), 1)
+        began = time.perf_counter()
+        out = core.search(s, q, d, budget)
+        seconds = time.perf_counter() - began
+        if out.aborted:
+            break
+        reached = d
+        if out.exact:
+            return (out if out.move >= 0 else None), reached
+        growth = seconds / last_seconds if last_seconds > 1e-4 else 1.0
+        nodes_per_second, last_seconds = out.nodes / max(seconds, 1e-6), seconds
+        if time.perf_counter() + seconds * max(growth, 1.0) > deadline:
+            break
+    return None, reached
+
+
+class Prover:
+    """`prove` for a player that asks at every move of a game, spending its time only near the
+    end. A proof needs a search as deep as the game has plies left; the longest of a few
+    random playouts from the position estimates that (Othello: its empty squares), and an
+    attempt is made only when the estimate lies within `slack` plies of the depth the last
+    attempt that failed completed (until one fails, every move tries: a proof found early, a
+    forced win, says nothing of how deep the time allows). A sampling search (PUCT, MCTS)
+    misplays endgames that a complete search of a few thousand nodes settles."""
+
+    PLAYOUTS = 8
+
+    def __init__(self, game: Game, ms: float, slack: int = 4, seed: int = 0):
+        if game.has_chance or game.simultaneous:
+            raise ValueError("a complete search needs a turn-based game without chance nodes")
+        self.game, self.ms, self.slack = game, float(ms), int(slack)
+        self.core = AlphaBeta(game, "heuristic", table_bits=20, seed=seed)
+        self.rng = new_rng(seed)
+        self.reached = -1  # depth the last failed attempt completed (-1: none failed yet)
+        start = game.new_initial_state(seed=0)
+        self.core.search(start.array, start.current_player(), 1)  # compile now, not in play
+
+    def horizon(self, s: np.ndarray) -> int:
+        """The longest of `PLAYOUTS` random games from `s`."""
+        return max(play_random_games(self.game, s, 1, self.rng)[0] for _ in range(self.PLAYOUTS))
+
+    def attempt(self, s: np.ndarray, q: int) -> Outcome | None:
+        if self.reached >= 0 and self.horizon(s) > self.reached + self.slack:
+            return None
+        proven, reached = prove(self.core, s, q, self.ms)
+        if proven is None:
+            self.reached = reached
+        return proven
+
+
+def unit_value(score: float, plies_before: int) -> tuple[float, int]:
+    """A core score as (value in [-1, 1], signed plies to a proven end or 0): results are
+    +-WIN_SCALE minus their distance, counted from `plies_before` plies below the position."""
+    if abs(score) <= RESULT_BOUND:
+        return score, 0
+    plies = round(WIN_SCALE - abs(score)) + plies_before
+    return (1.0, plies) if score > 0 else (-1.0, -plies)

@@ -1,0 +1,112 @@
+"""`agents.search.prove` (a complete alpha-beta search under a time cap) and PUCT's `exact=`
+option that plays what it proves, checked against the exact Connect 4 solver."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents import make
+from agents.base import AgentError
+from agents.c4solver import Connect4Solver
+from agents.pv_net import write_uniform_network
+from agents.search import AlphaBeta, Prover, prove
+from engine import parse_game_spec
+
+GAME = parse_game_spec("connect4")
+GENEROUS_MS = 60_000.0  # returns as soon as it proves: the cap only keeps a slow machine green
+
+
+def endgames(count: int, stones: int, seed: int) -> list[list[int]]:
+    """Random legal histories of `stones` stones that have not ended."""
+    rng, found = np.random.default_rng(seed), []
+    while len(found) < count:
+        state, moves = GAME.new_initial_state(), []
+        while len(moves) < stones and not state.is_terminal():
+            moves.append(int(rng.choice(state.legal_actions())))
+            state.apply_action(moves[-1])
+        if len(moves) == stones and not state.is_terminal():
+            found.append(moves)
+    return found
+
+
+@pytest.fixture(scope="module")
+def solver():
+    return Connect4Solver()
+
+
+@pytest.fixture(scope="module")
+def core():
+    return AlphaBeta(GAME, "heuristic", table_bits=16)
+
+
+def test_proven_values_and_moves_agree_with_the_solver(solver, core):
+    """30 positions with 28 to 32 stones: the sign of the proven value is the solver's, and the
+    move proven keeps that result by the solver's analysis of every column."""
+    signs = []
+    for moves in endgames(10, 28, seed=1) + endgames(10, 30, seed=2) + endgames(10, 32, seed=3):
+        state = GAME.state_from_history(moves)
+        out, _ = prove(core, state.array, state.current_player(), GENEROUS_MS)
+        assert out is not None, moves
+        scores = solver.analyze(moves)
+        best = max(s for s in scores if s is not None)
+        assert np.sign(out.value) == np.sign(best), (moves, out.value, scores)
+        assert np.sign(scores[out.move]) == np.sign(best), (moves, out.move, scores)
+        signs.append(int(np.sign(best)))
+    assert {-1, 1} <= set(signs)  # wins and losses both among them
+
+
+def test_far_from_the_end_it_gives_up_within_its_time(core):
+    state = GAME.new_initial_state()  # 42 plies to go: no complete search in 5 ms
+    out, reached = prove(core, state.array, state.current_player(), 5.0)
+    assert out is None and 1 <= reached < 42
+
+
+def test_puct_plays_the_proven_move_where_its_search_cannot_see(solver, tmp_path):
+    """A network that knows nothing and one simulation: `exact=` alone finds moves that keep
+    each won position won (the solver's analysis), on positions where some column loses it."""
+    net = write_uniform_network(GAME, tmp_path / "uniform.onnx")
+    agent = make(f"puct:model={net},sims=1,exact={GENEROUS_MS}", GAME, seed=0)
+    tried = 0
+    for moves in endgames(40, 30, seed=4):
+        scores = solver.analyze(moves)
+        legal = [s for s in scores if s is not None]
+        if max(legal) <= 0 or min(legal) > 0:
+            continue  # not won, or won by any move
+        tried += 1
+        state = GAME.state_from_history(moves)
+        assert scores[agent.step(state)] > 0, (moves, scores)
+        analysis = agent.analyse(state)  # says what it plays: a proven win and its distance
+        assert scores[analysis.move] > 0 and analysis.value == 1.0
+        assert analysis.ends[analysis.move] > 0 and analysis.extra["proven"]
+    assert tried >= 5
+
+
+@pytest.mark.parametrize(
+    "game, spec, words",
+    [("connect4", "exact=-1", "exact"), ("pig", "exact=50", "without chance nodes")],
+)
+def test_bad_exact_settings_are_one_clear_error(tmp_path, game, spec, words):
+    g = parse_game_spec(game)
+    net = write_uniform_network(g, tmp_path / "uniform.onnx")
+    with pytest.raises(AgentError, match=words):
+        make(f"puct:model={net},sims=4,{spec}", g)
+
+
+def test_the_prover_tries_only_near_the_end_once_an_attempt_failed():
+    prover = Prover(GAME, ms=5.0)
+    start = GAME.new_initial_state()
+    assert prover.attempt(start.array, start.current_player()) is None  # failed: calibrated
+    assert 1 <= prover.reached < 42
+    prover.reached = 2  # as on a slow machine: the gate then opens 6 plies from the end
+    search = prover.core.search
+
+    def refused(*args, **kwargs):
+        raise AssertionError("searched far from the end")
+
+    prover.core.search = refused
+    early = GAME.state_from_history(endgames(1, 20, seed=5)[0])  # random games: ~10 more
+    assert prover.attempt(early.array, early.current_player()) is None  # no search at all
+    prover.core.search, prover.ms = search, GENEROUS_MS  # the gate, not the clock, decides
+    late = GAME.state_from_history(endgames(1, 38, seed=6)[0])  # 4 plies left at most
+    assert prover.attempt(late.array, late.current_player()) is not None
