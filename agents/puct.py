@@ -4,15 +4,16 @@
 budget; `solve=K` searches each new leaf K plies deep exactly first, so forced wins and losses
 need no network; `gumbel=M` spends the root's simulations by sequential halving over the
 network's M most probable moves, agents.puct_gumbel, for small budgets; `exact=T` first spends
-up to T ms on a complete alpha-beta search and plays a result it proves, the endgame solver of
-Othello programs; `nodes=` sizes the tree, `threads=` caps onnxruntime's threads) searches with
-the tree of agents.puct_tree: each round walks the tree `batch` times (virtual loss keeps the
-walks apart), evaluates the leaves in one onnxruntime call and backs them up. The tree is kept
-between moves: the next search starts from the subtree of the moves actually played, when the
-position is the one the tree predicted. Chance nodes and multi-action turns work as in
-agents.mcts; `plan(state)` returns a whole multi-action turn. No noise and no
-temperature here: those belong to self-play (`play_games`, many games stepping together so that
-one network call serves one leaf of every game).
+up to T ms on a complete alpha-beta search once the end looks near (agents.search.Prover) and
+plays a result it proves, as Othello programs solve their endgames (`step`, not `plan`);
+`nodes=` sizes the tree, `threads=` caps onnxruntime's threads) searches with the tree of
+agents.puct_tree: each round walks the tree `batch` times (virtual loss keeps the walks apart),
+evaluates the leaves in one onnxruntime call and backs them up. The tree is kept between moves:
+the next search starts from the subtree of the moves actually played, when the position is the
+one the tree predicted. Chance nodes and multi-action turns work as in agents.mcts;
+`plan(state)` returns a whole multi-action turn. No noise and no temperature here: those belong
+to self-play (`play_games`, many games stepping together so that one network call serves one
+leaf of every game).
 
 `policy:model=…` plays the network alone: the argmax of its masked policy, no search.
 """
