@@ -22,6 +22,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -286,8 +287,13 @@ def train(
     exp_id = experiment_id(mlflow_client, experiment or game_name)
     say = echo or (lambda _text: None)
     runs: list[TrainedRun] = []
-    with tempfile.TemporaryDirectory(prefix="gridbots-train-") as scratch:
-        base = Path(out_dir) if out_dir else Path(scratch)
+    # a scratch folder only without a work folder: a stage killed mid-training (it trains
+    # into its work folder) then leaves nothing behind in the system's temporary space
+    scratch = (
+        nullcontext(out_dir) if out_dir else tempfile.TemporaryDirectory(prefix="gridbots-train-")
+    )
+    with scratch as folder:
+        base = Path(folder)
         if not sweep:
             if out_dir:  # a run a kill left RUNNING here is closed, then trained again
                 kept.close_interrupted(mlflow_client, base, exp_id)

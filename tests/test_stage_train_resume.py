@@ -49,7 +49,9 @@ def test_kill_9_mid_sweep_then_rerun_trains_only_the_rest(tmp_path, prefect_env)
     assert main(["encode", str(battle), "--encoding", "qualitative", "--out", str(encoded)]) == 0
 
     state = tmp_path / "checkpoints/connect4/train-hmm/sweep-state.json"
-    proc = start(tmp_path, prefect_env)
+    scratch = tmp_path / "tmp"  # the killed stage's temporary space
+    scratch.mkdir()
+    proc = start(tmp_path, {**prefect_env, "TMPDIR": str(scratch)})
     deadline = time.time() + 300
     while len(done(state).get("done", {})) < 2 and time.time() < deadline:
         assert proc.poll() is None, proc.stdout.read().decode()[-2000:]
@@ -60,6 +62,7 @@ def test_kill_9_mid_sweep_then_rerun_trains_only_the_rest(tmp_path, prefect_env)
     kept = {v["run_id"] for v in before["done"].values()}
     in_flight = set(before["running"].values()) - kept
     assert 2 <= len(kept) < len(ALPHAS) and not before.get("finished")
+    assert not list(scratch.glob("gridbots-*"))  # it trained in its work folder alone
 
     restarted = time.time() * 1000
     rerun = start(tmp_path, prefect_env)
