@@ -7,10 +7,20 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 SWEEP_STATE = "sweep-state.json"
+
+
+def work_folder(out_dir: str | Path | None) -> contextlib.AbstractContextManager:
+    """The folder a training writes into: `out_dir` itself when given (no scratch folder beside
+    it, so a stage killed mid-training leaves nothing in the system's temporary space), else a
+    temporary folder removed afterwards."""
+    if out_dir:
+        return contextlib.nullcontext(str(out_dir))
+    return tempfile.TemporaryDirectory(prefix="gridbots-train-")
 
 
 def sweep_state(base: Path, family_name: str, dataset: dict, configs: list) -> dict[str, Any]:

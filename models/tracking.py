@@ -22,7 +22,6 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -287,12 +286,7 @@ def train(
     exp_id = experiment_id(mlflow_client, experiment or game_name)
     say = echo or (lambda _text: None)
     runs: list[TrainedRun] = []
-    # a scratch folder only without a work folder: a stage killed mid-training (it trains
-    # into its work folder) then leaves nothing behind in the system's temporary space
-    scratch = (
-        nullcontext(out_dir) if out_dir else tempfile.TemporaryDirectory(prefix="gridbots-train-")
-    )
-    with scratch as folder:
+    with kept.work_folder(out_dir) as folder:
         base = Path(folder)
         if not sweep:
             if out_dir:  # a run a kill left RUNNING here is closed, then trained again
