@@ -191,12 +191,20 @@ class AlphaBeta:
                        int(regs[LEAVES]), bool(regs[ABORTED]))  # fmt: skip
 
 
-def deepen(core: AlphaBeta, s: np.ndarray, q: int, depth: int = 0, ms: float = 0.0) -> Outcome:
+def deepen(
+    core: AlphaBeta,
+    s: np.ndarray,
+    q: int,
+    depth: int = 0,
+    ms: float = 0.0,
+    min_growth: float = 2.0,
+) -> Outcome:
     """`depth` alone: plain minimax's value and move at `depth` (searched 1, 2, … `depth` plies
     deep, which only primes move ordering). `ms`: iterative deepening (to `depth` at most)
-    until the next depth would not fit, each depth with a node budget estimated from the
-    previous one's speed and the previous best move searched first; stops early at a proven
-    result. The first depth always completes, so there is always a move."""
+    until the next depth would not fit (the last depth's time times its growth over the one
+    before, at least `min_growth`), each depth with a node budget estimated from the previous
+    one's speed and the previous best move searched first; stops early at a proven result.
+    The first depth always completes, so there is always a move."""
     if not ms:  # shallower searches first only fill the table and the killers: the result
         # is still plain minimax's at `depth` (legal order at the root, first best kept)
         target = depth or core.max_depth
@@ -225,7 +233,7 @@ def deepen(core: AlphaBeta, s: np.ndarray, q: int, depth: int = 0, ms: float = 0
         last_nodes, last_seconds = out.nodes, seconds
         if out.exact:
             break
-        growth = max(seconds / previous, 2.0) if previous > 1e-4 else 4.0
+        growth = max(seconds / previous, min_growth) if previous > 1e-4 else 4.0
         if time.perf_counter() + seconds * growth > deadline:
             break
     assert result is not None
@@ -236,30 +244,13 @@ def deepen(core: AlphaBeta, s: np.ndarray, q: int, depth: int = 0, ms: float = 0
 def prove(core: AlphaBeta, s: np.ndarray, q: int, ms: float) -> tuple[Outcome | None, int]:
     """The game's exact result from `s` and a move that keeps it, when iterative deepening
     within `ms` reaches every end of the game (or a forced win or loss) below it, else None;
-    and the deepest depth it completed. Each depth runs while the time the last one took,
-    times its growth over the one before, fits: far from the end a depth costs several times
-    the last and it gives up early; near the end the lines run out, depths cost little more
-    than the one before (a growth `deepen`, which assumes at least 2, would not try)."""
+    and the deepest depth it completed. Far from the end a depth costs several times the last
+    and it gives up early; near the end the lines run out and a depth costs little more than
+    the one before, so it assumes no growth beyond what it measures (`deepen`'s default of at
+    least 2 would stop short of the proof)."""
     core.new_move()
-    deadline = time.perf_counter() + ms / 1000
-    nodes_per_second, last_seconds, reached = 0.0, 0.0, 0
-    for d in range(1, core.max_depth + 1):
-        budget = 1 << 62
-        if nodes_per_second:
-            budget = max(int((deadline - time.perf_counter()) * nodes_per_second), 1)
-        began = time.perf_counter()
-        out = core.search(s, q, d, budget)
-        seconds = time.perf_counter() - began
-        if out.aborted:
-            break
-        reached = d
-        if out.exact:
-            return (out if out.move >= 0 else None), reached
-        growth = seconds / last_seconds if last_seconds > 1e-4 else 1.0
-        nodes_per_second, last_seconds = out.nodes / max(seconds, 1e-6), seconds
-        if time.perf_counter() + seconds * max(growth, 1.0) > deadline:
-            break
-    return None, reached
+    out = deepen(core, s, q, 0, ms, min_growth=1.0)
+    return (out if out.exact and out.move >= 0 else None), out.depth
 
 
 class Prover:
