@@ -110,6 +110,16 @@ def test_selfplay_records_improved_policies_over_the_legal_moves(uniform, game_n
     assert not other["games"].equals(tables["games"])
 
 
+def test_batched_selfplay_draws_each_games_opening(uniform):
+    """The batched path (PUCT games stepping together) gives each game its own opening plies
+    from an `opening_max` range, recorded in its scenario, as the one-game path does."""
+    from tests.test_selfplay import openings_replay
+
+    game, tables = shard(uniform, "connect4", opening=1, opening_max=5)
+    openings = openings_replay(game, tables)
+    assert all(1 <= k <= 5 for k in openings) and len(set(openings)) >= 2, openings
+
+
 @pytest.mark.parametrize(
     "params",
     [{"gumbel": -1}, {"gumbel": 4, "agent": "mcts:sims=10"}, {"gumbel": "many"}],

@@ -101,3 +101,38 @@ def test_bad_params_are_data_errors(connect4, params):
 def test_simultaneous_games_are_refused():
     with pytest.raises(DataError, match="simultaneous"):
         selfplay.validate_params(load_game("lazerbike"), {})
+
+
+def openings_replay(game, tables) -> list[int]:
+    """Each game's own number of opening plies; asserts that its row replays to its result and
+    that its positions start right after its opening."""
+    positions = tables["positions"].to_pylist()
+    openings = []
+    for g in tables["games"].to_pylist():
+        scenario = json.loads(g["scenario"])
+        final = game.state_from_history(g["history"], g["seed"], **scenario)
+        assert final.is_terminal() and final.returns() == g["returns"]
+        plies = [p["ply"] for p in positions if p["game_id"] == g["game_id"]]
+        assert plies and plies[0] == scenario.get("opening", 0) and plies[-1] == g["length"] - 1
+        openings.append(scenario.get("opening", 0))
+    return openings
+
+
+def test_an_opening_range_draws_each_games_plies_and_replays(connect4):
+    params = {"x": 10, "agent": "mcts:sims=8", "temperature_plies": 0, "opening_max": 6}
+    tables = selfplay.generate_shard(connect4, params, 3, 0, 0)
+    openings = openings_replay(connect4, tables)
+    assert all(0 <= k <= 6 for k in openings) and len(set(openings)) >= 4, openings
+    assert 0 in openings  # a game drawn without random plies starts at the beginning
+    again = selfplay.generate_shard(connect4, params, 3, 0, 0)
+    assert again["games"].equals(tables["games"])
+    narrow = selfplay.generate_shard(connect4, {**params, "opening": 5}, 3, 0, 0)
+    assert set(openings_replay(connect4, narrow)) <= {5, 6}
+
+
+@pytest.mark.parametrize(
+    "params", [{"opening": 4, "opening_max": 2}, {"opening_max": -1}, {"opening_max": "wide"}]
+)
+def test_bad_opening_ranges_are_data_errors(connect4, params):
+    with pytest.raises(DataError, match="opening"):
+        selfplay.validate_params(connect4, {"x": 2, **params})

@@ -23,8 +23,10 @@ logits, play the best of them and record the improved policy, softmax(logit + si
 the target (Gumbel AlphaZero, agents.puct_gumbel); that noise replaces the Dirichlet noise and
 the temperature, which are then unused. Starting conditions are randomized by a seeded
 scenario per game plus `opening` random plies that never end the game (not recorded as
-positions). Chance outcomes are sampled and are not positions. Simultaneous games are refused:
-the search is turn-based.
+positions); with `opening_max` above `opening` each game draws its number of random plies
+uniformly from [opening, opening_max], so the recorded positions include some far from what
+the agent's own play reaches while other games still start at the beginning. Chance outcomes are sampled and are not positions. Simultaneous
+games are refused: the search is turn-based.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ PARAMS: dict[str, Any] = {
     "alpha": 0.3,  # Dirichlet concentration of the root noise
     "eps": 0.25,  # weight of the noise in the move-selection distribution (0: none)
     "opening": 0,  # random plies played before self-play starts
+    "opening_max": 0,  # > opening: each game's random plies drawn from [opening, opening_max]
     "parallel": 64,  # games in flight for agents that batch them (puct)
     "fast_sims": 0,  # playout-cap randomisation for such agents: cheap search of most moves
     "full_share": 0.25,  # share of fully searched (recorded) moves when fast_sims > 0
@@ -88,6 +91,10 @@ def validate_params(game: Game, params: dict[str, Any]) -> dict[str, Any]:
     p["alpha"] = checked_number("selfplay", p, "alpha", float, 1e-6, None, DataError)
     p["eps"] = checked_number("selfplay", p, "eps", float, 0.0, 1.0, DataError)
     p["opening"] = checked_number("selfplay", p, "opening", int, 0, None, DataError)
+    p["opening_max"] = checked_number("selfplay", p, "opening_max", int, 0, None, DataError)
+    if p["opening_max"] and p["opening_max"] < p["opening"]:
+        raise DataError(f"selfplay: opening_max={p['opening_max']} is below "
+                        f"opening={p['opening']}")  # fmt: skip
     p["parallel"] = checked_number("selfplay", p, "parallel", int, 1, None, DataError)
     p["fast_sims"] = checked_number("selfplay", p, "fast_sims", int, 0, None, DataError)
     p["full_share"] = checked_number("selfplay", p, "full_share", float, 0.0, 1.0, DataError)
@@ -99,6 +106,8 @@ def validate_params(game: Game, params: dict[str, Any]) -> dict[str, Any]:
         p["scenario"]["opening"] = p["opening"]
     try:
         game.new_initial_state(seed=0, **p["scenario"])
+        if p["opening_max"]:
+            game.new_initial_state(seed=0, **{**p["scenario"], "opening": p["opening_max"]})
         agent = make(p["agent"], game, seed=0)
     except GameError as error:  # AgentError included
         raise DataError(f"selfplay: {error}") from None
@@ -108,6 +117,17 @@ def validate_params(game: Game, params: dict[str, Any]) -> dict[str, Any]:
         raise DataError(f"selfplay: gumbel needs an agent that plays games in batches (puct), "
                         f"not {p['agent']!r}")  # fmt: skip
     return p
+
+
+def scenario_of(p: dict[str, Any], scenario_seed: int) -> dict[str, Any]:
+    """One game's scenario options: its own number of opening plies when `opening_max` asks for
+    a range (drawn from the game's scenario seed, so the game replays from its row)."""
+    if p["opening_max"] <= p["opening"]:
+        return p["scenario"]
+    rng = np.random.default_rng([scenario_seed, 1])  # apart from the opening's own moves
+    plies = int(rng.integers(p["opening"], p["opening_max"] + 1))
+    scenario = {k: v for k, v in p["scenario"].items() if k != "opening"}
+    return {**scenario, "opening": plies} if plies else scenario
 
 
 def select(
@@ -180,12 +200,13 @@ def generate_shard(
         return shard_tables(games, positions)
     for unit in range(first, first + count):
         scenario_seed, agent_seed, play_seed = game_seeds(seed, unit, 3)
-        start = game.new_initial_state(seed=scenario_seed, **p["scenario"])
+        scenario = scenario_of(p, scenario_seed)
+        start = game.new_initial_state(seed=scenario_seed, **scenario)
         agent = make(p["agent"], game, seed=agent_seed)
         opening = len(start.history())
         final, records = play(game, agent, start, p, np.random.default_rng(play_seed))
         outcome = final.returns()
-        game_id = games.add(final.history(), outcome, scenario_seed, p["scenario"], specs)
+        game_id = games.add(final.history(), outcome, scenario_seed, scenario, specs)
         for step, mover, array, action, policy, values in records:
             positions.add(
                 game_id,
@@ -210,7 +231,8 @@ def _batched_shard(game, self_play, p, seed, units, games, positions) -> None:
         alpha=p["alpha"], eps=p["eps"], gumbel=p["gumbel"],
     )  # fmt: skip
     seeds = [game_seeds(seed, unit, 3) for unit in units]
-    starts = [game.new_initial_state(seed=s[0], **p["scenario"]) for s in seeds]
+    scenarios = [scenario_of(p, s[0]) for s in seeds]
+    starts = [game.new_initial_state(seed=s[0], **scenarios[i]) for i, s in enumerate(seeds)]
     rngs = [np.random.default_rng(s[2]) for s in seeds]
     finished = dict((i, (final, decisions)) for i, final, decisions in
                     self_play(starts, rngs, settings))  # fmt: skip
@@ -218,7 +240,7 @@ def _batched_shard(game, self_play, p, seed, units, games, positions) -> None:
     for i, (scenario_seed, _, _) in enumerate(seeds):
         final, decisions = finished[i]
         outcome = final.returns()
-        game_id = games.add(final.history(), outcome, scenario_seed, p["scenario"], specs)
+        game_id = games.add(final.history(), outcome, scenario_seed, scenarios[i], specs)
         for d in decisions:
             positions.add(game_id, d.step, d.mover, d.state, d.action, outcome[d.mover],
                           d.values, d.policy)  # fmt: skip
