@@ -25,8 +25,8 @@ the temperature, which are then unused. Starting conditions are randomized by a 
 scenario per game plus `opening` random plies that never end the game (not recorded as
 positions); with `opening_max` above `opening` each game draws its number of random plies
 uniformly from [opening, opening_max], so the recorded positions include some far from what
-the agent's own play reaches while other games still start at the beginning. Chance outcomes are sampled and are not positions. Simultaneous
-games are refused: the search is turn-based.
+the agent's own play reaches while other games still start at the beginning. Chance outcomes
+are sampled and are not positions. Simultaneous games are refused: the search is turn-based.
 """
 
 from __future__ import annotations
