@@ -1,8 +1,10 @@
 """PUCT search guided by a policy-value network (AlphaZero, seed 001's PlayerZero), and the raw net.
 
 `puct:model=PATH|registry:NAME@ALIAS,sims=N,c=1.5,fpu=0.25,batch=8` (or `ms=T` for a time
-budget; `solve=K` searches each new leaf K plies deep exactly first, so forced wins and losses
-need no network; `gumbel=M` spends the root's simulations by sequential halving over the
+budget; `prior_temp=T` takes the network's priors to the power 1/T, as Leela Chess Zero's
+policy softmax temperature, so a sharp policy leaves the values room to overrule it;
+`solve=K` searches each new leaf K plies deep exactly first, so forced wins and losses need no
+network; `gumbel=M` spends the root's simulations by sequential halving over the
 network's M most probable moves, agents.puct_gumbel, for small budgets; `exact=T` first spends
 up to T ms on a complete alpha-beta search once the end looks near (agents.search.Prover) and
 plays a result it proves, as Othello programs solve their endgames (`step`, not `plan`);
@@ -11,9 +13,9 @@ agents.puct_tree: each round walks the tree `batch` times (virtual loss keeps th
 evaluates the leaves in one onnxruntime call and backs them up. The tree is kept between moves:
 the next search starts from the subtree of the moves actually played, when the position is the
 one the tree predicted. Chance nodes and multi-action turns work as in agents.mcts;
-`plan(state)` returns a whole multi-action turn. No noise and no temperature here: those belong
-to self-play (`play_games`, many games stepping together so that one network call serves one
-leaf of every game).
+`plan(state)` returns a whole multi-action turn. No root noise and no move temperature here:
+those belong to self-play (`play_games`, many games stepping together so that one network call
+serves one leaf of every game).
 
 `policy:model=…` plays the network alone: the argmax of its masked policy, no search.
 """
@@ -51,7 +53,8 @@ class Search:
     expand and back up."""
 
     def __init__(self, game: Game, net: PolicyValueNet, trees: int, capacity: int, batch: int,
-                 c_puct: float, fpu: float, discount: float = 1.0, solve: int = 0):  # fmt: skip
+                 c_puct: float, fpu: float, discount: float = 1.0, solve: int = 0,
+                 prior_temp: float = 1.0):  # fmt: skip
         self.game, self.net = game, net
         state_size = game.new_initial_state(seed=0).array.shape[0]
         self.forest = Forest(trees, capacity, state_size)
@@ -67,6 +70,7 @@ class Search:
         self.stats = np.zeros(2, dtype=np.int64)  # walks ended at a terminal, walks dropped
         self.c_puct, self.fpu, self.discount = float(c_puct), float(fpu), float(discount)
         self.solve = int(solve)
+        self.prior_power = 1.0 / float(prior_temp)
 
     def round(self, walks: np.ndarray, root_child: np.ndarray = NO_ROOT_CHOICE) -> int:
         """Walks tree t `walks[t]` times (walk w leaving the root through child `root_child[t, w]`
@@ -80,6 +84,10 @@ class Search:
         )  # fmt: skip
         if count:
             policy, value = self.net(self.leaf_obs[:count], self.leaf_mask[:count])
+            if self.prior_power != 1.0:  # a flatter prior: p ** (1 / T), renormalised
+                flat = np.asarray(policy, dtype=np.float64) ** self.prior_power
+                flat /= np.maximum(flat.sum(axis=1, keepdims=True), 1e-300)
+                policy = flat.astype(policy.dtype)
             self._expand(count, self.leaf_states, self.leaf_tree, self.leaf_node, policy, value,
                          self.game.num_players, self.discount, *f.arrays())  # fmt: skip
         return int(count)
@@ -139,6 +147,8 @@ class PUCTAgent(Agent):
         self.fpu = option(options, "fpu", float, 0.25)
         # the discount the network's value was trained with (its metadata says; 1 = none)
         self.discount = option(options, "discount", float, 1.0)
+        # the priors as p ** (1 / T): T > 1 flattens a sharp policy so the values can overrule it
+        self.prior_temp = option(options, "prior_temp", float, 1.0)
         # exact search of each new leaf this many plies deep (0: none): forced results
         self.solve = option(options, "solve", int, 0)
         # sequential halving at the root over this many candidates (0: PUCT at the root too)
@@ -149,6 +159,8 @@ class PUCTAgent(Agent):
             raise AgentError(f"puct: unknown option(s) {sorted(options)}")
         if self.sims < 1 or self.ms < 0 or self.batch < 1 or self.c_puct < 0:
             raise AgentError("puct: sims and batch must be >= 1, ms and c >= 0")
+        if not 0.0 < self.prior_temp <= 100.0:
+            raise AgentError("puct: prior_temp (the priors' temperature) lies in (0, 100]")
         if not 0.0 < self.discount <= 1.0:
             raise AgentError("puct: discount must lie in (0, 1]")
         if not 0 <= self.solve <= 8:
@@ -165,7 +177,7 @@ class PUCTAgent(Agent):
                 raise AgentError(f"puct: exact: {error}") from None
         capacity = nodes or (400_000 if self.ms else tree_capacity(game, self.sims))
         self.search = Search(game, self.net, 1, capacity, self.batch, self.c_puct, self.fpu,
-                             self.discount, self.solve)  # fmt: skip
+                             self.discount, self.solve, self.prior_temp)  # fmt: skip
         self._root: np.ndarray | None = None
         self._root_history: list[int] = []
         self._root_pick = -1  # the root child sequential halving chose (gumbel only)
@@ -183,7 +195,7 @@ class PUCTAgent(Agent):
         capacity = tree_capacity(self.game, max(sims, settings.fast_sims))
         trees = max(settings.parallel, 1)
         search = Search(self.game, self.net, trees, capacity, trees, self.c_puct, self.fpu,
-                        self.discount, self.solve)  # fmt: skip
+                        self.discount, self.solve, self.prior_temp)  # fmt: skip
         self.last_self_play = search
         yield from play_games(search, starts, rngs, settings)
 

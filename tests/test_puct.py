@@ -134,6 +134,7 @@ def test_playout_cap_randomisation_records_only_full_searches(uniform):
         ("puct:model={connect4},wat=1", "unknown option"),
         ("puct:model={connect4},gumbel=4,ms=50", "gumbel"),
         ("puct:model={connect4},gumbel=-1", "gumbel"),
+        ("puct:model={connect4},prior_temp=0", "prior_temp"),
         ("policy:model={connect4}", "two-player turn-based"),
     ],
 )
@@ -235,3 +236,41 @@ def test_gumbel_root_plays_chance_nodes_and_multi_action_turns(uniform):
     agent = make(f"puct:model={uniform['pig']},sims=24,gumbel=2", g, seed=1)
     final = play_game(g, [agent, make("random", g, seed=2)], seed=3)
     assert final.is_terminal()
+
+
+class SharpNet:
+    """A stand-in network with one fixed policy over Connect 4's seven columns, value 0."""
+
+    policy = np.array([0.64, 0.16, 0.08, 0.04, 0.04, 0.02, 0.02])
+
+    def __call__(self, planes, mask):
+        return np.tile(self.policy, (len(planes), 1)), np.zeros(len(planes))
+
+
+@pytest.mark.parametrize("temp, ratio", [(1.0, 4.0), (2.0, 2.0), (0.5, 16.0)])
+def test_prior_temperature_reshapes_the_networks_priors(temp, ratio):
+    """prior_temp=T stores p ** (1/T), renormalised: 0.64 : 0.16 (4 : 1) becomes 2 : 1 at
+    T = 2 and 16 : 1 at T = 1/2; 0.04 : 0.04 stays 1 : 1, and the priors still sum to 1."""
+    from agents.puct import Search
+
+    game = parse_game_spec("connect4")
+    search = Search(game, SharpNet(), 1, 4096, 1, 1.5, 0.25, prior_temp=temp)
+    search.forest.reset(0, game.new_initial_state(seed=0).array)
+    search.round(np.ones(1, dtype=np.int64))  # the first walk expands the root
+    prior = search.forest.prior[0, search.forest.children(0)]
+    assert np.isclose(prior[0] / prior[1], ratio) and np.isclose(prior[3], prior[4])
+    assert np.isclose(prior.sum(), 1.0) and (prior[1:] <= prior[0]).all()
+
+
+def test_a_flatter_prior_lets_the_search_look_past_the_networks_favourite(uniform):
+    """With a prior of 0.64 on column 1 and the rest spread thin, 40 simulations of a value-0
+    network stay mostly on column 1; prior_temp=4 spreads them over the other columns."""
+    game = parse_game_spec("connect4")
+    state = game.new_initial_state(seed=0)
+    counts = {}
+    for temp in (1.0, 4.0):
+        agent = make(f"puct:model={uniform['connect4']},sims=40,prior_temp={temp}", game, seed=0)
+        agent.search.net = SharpNet()
+        visits, _ = agent.run(state).root_stats(0, game.num_actions)
+        counts[temp] = visits
+    assert counts[1.0][0] > counts[4.0][0] and counts[4.0][1:].min() > counts[1.0][1:].min()
