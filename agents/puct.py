@@ -165,8 +165,10 @@ class PUCTAgent(Agent):
             raise AgentError("puct: discount must lie in (0, 1]")
         if not 0 <= self.solve <= 8:
             raise AgentError("puct: solve (plies of exact search at new leaves) lies in 0-8")
-        if self.gumbel < 0 or (self.gumbel and self.ms):
-            raise AgentError("puct: gumbel (root candidates) is >= 0 and needs sims=, not ms=")
+        if self.gumbel < 0:
+            raise AgentError("puct: gumbel (root candidates) is >= 0")
+        if self.gumbel and self.ms:
+            raise AgentError("puct: gumbel (root candidates) plans a fixed sims=, not ms=")
         self.prover = None
         if self.exact < 0:
             raise AgentError("puct: exact (ms of complete alpha-beta) is >= 0")
