@@ -58,6 +58,7 @@ DEFAULTS: dict[str, Any] = {
     "play_sims": 0,  # recommended search settings written into the model (0: the agent's own)
     "play_c": 0.0,
     "play_solve": 0,  # plies of exact search at each new leaf (puct `solve=`); 0: none
+    "play_prior_temp": 1.0,  # puct `prior_temp=`: the priors as p ** (1 / T) at play time
     "holdout": 0.1,  # share of games held out
     "warm_start": "",  # weights file (.weights.h5) of a previous network of the same shape
     "seed": 0,
@@ -192,6 +193,9 @@ def _check(params: dict[str, Any]) -> None:
         raise ModelError(f"playerzero: q_weight={params['q_weight']} must lie in [0, 1]")
     if not 0.0 < params["discount"] <= 1.0:
         raise ModelError(f"playerzero: discount={params['discount']} must lie in (0, 1]")
+    if not 0.0 < params["play_prior_temp"] <= 100.0:
+        raise ModelError(f"playerzero: play_prior_temp={params['play_prior_temp']} must lie in "
+                         "(0, 100]")  # fmt: skip
 
 
 def game_of(meta: dict[str, Any]) -> Any:
@@ -258,6 +262,8 @@ def train(
         play["play.c"] = params["play_c"]
     if params["play_solve"]:
         play["play.solve"] = params["play_solve"]
+    if params["play_prior_temp"] != 1.0:
+        play["play.prior_temp"] = params["play_prior_temp"]
     metadata = artifact_metadata(
         meta["game"], "playerzero", "planes", KIND,
         inputs=",".join(INPUTS), outputs=",".join(OUTPUTS),

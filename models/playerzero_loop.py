@@ -114,9 +114,11 @@ def selfplay_options(params: dict[str, Any], state: dict[str, Any], root: Path) 
         return options
     sp = dict(params["selfplay"])
     model = (Path(root) / player["path"]).resolve()
+    # prior_temp is pinned (default 1): a network's play-time setting must not reshape self-play
     agent = (
         f"puct:model={model},sims={int(sp.pop('sims'))},c={float(sp.pop('c'))},"
-        f"fpu={float(sp.pop('fpu'))},threads={1 if workers > 1 else 0}"
+        f"fpu={float(sp.pop('fpu'))},prior_temp={float(sp.pop('prior_temp', 1.0))},"
+        f"threads={1 if workers > 1 else 0}"
     )
     return {"x": int(sp.pop("games")), "agent": agent, **sp}
 

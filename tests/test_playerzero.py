@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -32,7 +33,7 @@ def trained(tmp_path_factory):
     arrays = planes(load_dataset(folder / "data", "positions"), game, augment=True)
     meta = {"encoding": "planes", "game": "connect4"}
     params = {"scale": 1, "epochs": 6, "batch_size": 64, "learning_rate": 0.003, "seed": 1,
-              "play_solve": 2}  # fmt: skip
+              "play_solve": 2, "play_prior_temp": 1.5}  # fmt: skip
     result = playerzero.train(arrays, meta, params, folder / "net")
     return result, arrays
 
@@ -45,7 +46,7 @@ def test_training_exports_a_parity_checked_policy_value_model(trained):
     net = PolicyValueNet(parse_game_spec("connect4"), result.artifact)
     assert net.meta["gridbots.kind"] == "policy-value" and net.meta["gridbots.scale"] == "1"
     assert result.metrics["parameters"] > 0 and "held_out_policy_loss" in result.metrics
-    assert net.play_options() == {"discount": "1.0", "solve": "2"}  # the trainer's settings
+    assert net.play_options() == {"discount": "1.0", "solve": "2", "prior_temp": "1.5"}
 
 
 def test_the_model_s_play_settings_are_defaults_a_spec_overrides(trained):
@@ -53,6 +54,24 @@ def test_the_model_s_play_settings_are_defaults_a_spec_overrides(trained):
     game = parse_game_spec("connect4")
     assert make(f"puct:model={result.artifact},sims=8", game).solve == 2
     assert make(f"puct:model={result.artifact},sims=8,solve=0", game).solve == 0
+    assert make(f"puct:model={result.artifact},sims=8", game).prior_temp == 1.5
+
+
+def test_self_play_keeps_the_network_s_own_priors(trained, tmp_path):
+    """The play-time prior temperature is for matches; the loop's self-play pins its own (1)."""
+    import yaml
+
+    from models.playerzero_loop import selfplay_options
+
+    result, _ = trained
+    repo = Path(__file__).resolve().parent.parent
+    params = yaml.safe_load((repo / "params.yaml").read_text())["playerzero"]["connect4"]
+    state = {"player": {"path": str(result.artifact), "scale": 1}}
+    spec = selfplay_options(params, state, tmp_path)["agent"]
+    assert make(spec, parse_game_spec("connect4")).prior_temp == 1.0
+    params["selfplay"]["prior_temp"] = 2.0
+    spec = selfplay_options(params, state, tmp_path)["agent"]
+    assert make(spec, parse_game_spec("connect4")).prior_temp == 2.0
 
 
 def test_the_policy_is_zero_on_illegal_moves_and_the_value_in_range(trained):
@@ -162,6 +181,9 @@ def test_bad_training_input_is_a_model_error(trained):
         playerzero.train(arrays, {"encoding": "planes", "game": "connect4"}, {"scale": 9}, "/tmp")
     with pytest.raises(ModelError, match="planes encoding"):
         playerzero.train(arrays, {"encoding": "board-onehot", "game": "connect4"}, {}, "/tmp")
+    with pytest.raises(ModelError, match="play_prior_temp"):
+        meta = {"encoding": "planes", "game": "connect4"}
+        playerzero.train(arrays, meta, {"play_prior_temp": 0.0}, "/tmp")
 
 
 def test_a_corrupt_file_is_refused_in_one_line(tmp_path):
