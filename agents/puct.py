@@ -85,9 +85,8 @@ class Search:
         if count:
             policy, value = self.net(self.leaf_obs[:count], self.leaf_mask[:count])
             if self.prior_power != 1.0:  # a flatter prior: p ** (1 / T), renormalised
-                flat = np.asarray(policy, dtype=np.float64) ** self.prior_power
-                flat /= np.maximum(flat.sum(axis=1, keepdims=True), 1e-300)
-                policy = flat.astype(policy.dtype)
+                policy = policy**self.prior_power  # the net gives float64
+                policy /= np.maximum(policy.sum(axis=1, keepdims=True), 1e-300)
             self._expand(count, self.leaf_states, self.leaf_tree, self.leaf_node, policy, value,
                          self.game.num_players, self.discount, *f.arrays())  # fmt: skip
         return int(count)
