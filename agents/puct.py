@@ -5,8 +5,9 @@ budget; `prior_temp=T` takes the network's priors to the power 1/T, as Leela Che
 policy softmax temperature, so a sharp policy leaves the values room to overrule it;
 `solve=K` searches each new leaf K plies deep exactly first, so forced wins and losses need no
 network; `gumbel=M` spends the root's simulations by sequential halving over the
-network's M most probable moves, agents.puct_gumbel, for small budgets; `exact=T` first spends
-up to T ms on a complete alpha-beta search once the end looks near (agents.search.Prover) and
+network's M most probable moves, agents.puct_gumbel, for small budgets (`gumbel_mix=1`: an
+unvisited move's value completed by the paper's v_mix, not its siblings' mean); `exact=T` first
+spends up to T ms on a complete alpha-beta search once the end looks near (agents.search.Prover) and
 plays a result it proves, as Othello programs solve their endgames (`step`, not `plan`);
 `nodes=` sizes the tree, `threads=` caps onnxruntime's threads) searches with the tree of
 agents.puct_tree: each round walks the tree `batch` times (virtual loss keeps the walks apart),
@@ -88,7 +89,8 @@ class Search:
                 policy = policy**self.prior_power  # the net gives float64
                 policy /= np.maximum(policy.sum(axis=1, keepdims=True), 1e-300)
             self._expand(count, self.leaf_states, self.leaf_tree, self.leaf_node, policy, value,
-                         self.game.num_players, self.discount, *f.arrays())  # fmt: skip
+                         self.game.num_players, self.discount, *f.arrays(),
+                         f.net_value)  # fmt: skip
         return int(count)
 
     def descend(self, t: int, old_root: np.ndarray, actions: Sequence[int], now: np.ndarray):
@@ -104,7 +106,7 @@ class Search:
         if node < 0 or not np.array_equal(s, now):
             f.reset(t, now)
             return False
-        reroot(t, node, *f.arrays())
+        reroot(t, node, *f.arrays(), f.net_value)
         f.roots[t] = now
         if f.size[t] > f.capacity // 2:  # no room for a full search on top: start afresh
             f.reset(t, now)
@@ -152,6 +154,8 @@ class PUCTAgent(Agent):
         self.solve = option(options, "solve", int, 0)
         # sequential halving at the root over this many candidates (0: PUCT at the root too)
         self.gumbel = option(options, "gumbel", int, 0)
+        # unvisited root children's values completed by v_mix (the paper), not siblings' mean
+        self.gumbel_mix = option(options, "gumbel_mix", int, 0)
         # ms of complete alpha-beta before the search; a proven result is played (0: none)
         self.exact = option(options, "exact", float, 0.0)
         if options:
@@ -166,6 +170,8 @@ class PUCTAgent(Agent):
             raise AgentError("puct: solve (plies of exact search at new leaves) lies in 0-8")
         if self.gumbel < 0:
             raise AgentError("puct: gumbel (root candidates) is >= 0")
+        if self.gumbel_mix not in (0, 1) or (self.gumbel_mix and not self.gumbel):
+            raise AgentError("puct: gumbel_mix is 0 or 1, and 1 needs gumbel=M")
         if self.gumbel and self.ms:
             raise AgentError("puct: gumbel (root candidates) plans a fixed sims=, not ms=")
         self.prover = None
@@ -215,7 +221,8 @@ class PUCTAgent(Agent):
         self._prepare(state)
         ms = self.ms if ms is None else ms
         if self.gumbel:
-            self._root_pick = halving_search(self.search, self.sims, self.gumbel, self.batch)
+            self._root_pick = halving_search(self.search, self.sims, self.gumbel, self.batch,
+                                             bool(self.gumbel_mix))  # fmt: skip
             return self.search.forest
         f, walks = self.search.forest, np.zeros(1, dtype=np.int64)
         start, stalls = int(f.visits[0, 0]), 0
@@ -350,6 +357,7 @@ class SelfPlaySettings:
     eps: float = 0.25
     reuse: bool = True
     gumbel: int = 0  # > 0: the root by sequential halving over this many Gumbel-drawn moves
+    gumbel_mix: bool = False  # its unvisited moves' values completed by v_mix (the paper)
 
 
 @dataclass
@@ -385,7 +393,8 @@ def play_games(
     noise_due = np.zeros(slots, dtype=bool)
     active = np.zeros(slots, dtype=bool)
     decisions = np.zeros(slots, dtype=np.int64)
-    roots = GumbelRoots(f, slots, st.gumbel, search.discount) if st.gumbel > 0 else None
+    roots = (GumbelRoots(f, slots, st.gumbel, search.discount, st.gumbel_mix)
+             if st.gumbel > 0 else None)  # fmt: skip
 
     def settle(t: int) -> list[int]:
         """Plays chance outcomes until a player (or the end) is to move."""

@@ -40,16 +40,34 @@ def halving_phases(considered: int, sims: int) -> list[tuple[int, int]]:
     return phases
 
 
-def child_values(forest, t: int, kids: slice, discount: float) -> np.ndarray:
+def child_values(forest, t: int, kids: slice, discount: float, mix: bool = False) -> np.ndarray:
     """Mean value of each root child for the player choosing there (a solved child its exact
-    value); an unvisited one gets the mean of its visited siblings."""
+    value). An unvisited child is completed by the mean of its visited siblings, or with `mix`
+    by the paper's v_mix (its eq. 33): the network's value of the root and the prior-weighted
+    mean of the visited children, weighted 1 : N for N visits in all, so that a move nobody
+    looked at is not credited with the value of the ones the search chose to look at."""
     visits = forest.visits[t, kids].astype(np.float64)
-    q = np.divide(forest.value[t, kids], visits, out=np.zeros_like(visits), where=visits > 0)
-    if (visits > 0).any():
-        q[visits == 0] = q[visits > 0].mean()
+    seen = visits > 0
+    q = np.divide(forest.value[t, kids], visits, out=np.zeros_like(visits), where=seen)
+    if mix:
+        q[~seen] = v_mix(forest.net_value[t, 0], forest.prior[t, kids], visits, q)
+    elif seen.any():
+        q[~seen] = q[seen].mean()
     for i in np.flatnonzero(forest.proof[t, kids]):  # solved: the exact value, as PUCT counts it
         q[i] = _proven_value(int(forest.proof[t, kids.start + i]), float(discount))
     return q
+
+
+def v_mix(root_value: float, prior: np.ndarray, visits: np.ndarray, q: np.ndarray) -> float:
+    """(root_value + N * sum_visited(prior * q) / sum_visited(prior)) / (1 + N), N the visits
+    of all children; the root's value alone while no child has been visited."""
+    seen = visits > 0
+    total = float(visits.sum())
+    if total == 0:
+        return float(root_value)
+    weight = float(prior[seen].sum())
+    visited = float(prior[seen] @ q[seen]) / weight if weight > 0 else float(q[seen].mean())
+    return (float(root_value) + total * visited) / (1.0 + total)
 
 
 def root_logits(forest, t: int, kids: slice) -> np.ndarray:
@@ -78,7 +96,7 @@ def _next_walks(candidates: np.ndarray, owed: np.ndarray, expanded: np.ndarray, 
     return np.asarray(chunk, dtype=np.int64)
 
 
-def halving_search(search, sims: int, considered: int, batch: int) -> int:
+def halving_search(search, sims: int, considered: int, batch: int, mix: bool = False) -> int:
     """Searches tree 0 of `search` (agents.puct.Search) with `sims` simulations, the root's
     walks chosen by sequential halving; returns the root child (node index) to play, -1 for no
     move. A simulation is a walk that reached the network or the end of the game."""
@@ -113,7 +131,7 @@ def halving_search(search, sims: int, considered: int, batch: int) -> int:
             stalls = stalls + 1 if int(f.visits[0, 0]) == before else 0
             if f.solved(0):  # a proven win, or every move decided: the exact choice
                 return f.best_child(0)
-        q = child_values(f, 0, kids, search.discount)
+        q = child_values(f, 0, kids, search.discount, mix)
         most = float(f.visits[0, kids].max())
         order = np.argsort(-scores(logits[ranked[:k]], q[ranked[:k]], most), kind="stable")
         ranked = ranked[:k][order]
@@ -124,7 +142,7 @@ def halving_search(search, sims: int, considered: int, batch: int) -> int:
 
 def improved_policy(logits: np.ndarray, q: np.ndarray, most_visits: float) -> np.ndarray:
     """The paper's policy target, softmax(logit + sigma(completed q)), over the root's children
-    (`q` from child_values: an unvisited child completed by its visited siblings' mean)."""
+    (`q` from child_values: an unvisited child completed by its siblings' mean or by v_mix)."""
     z = scores(logits, q, most_visits)
     z = np.exp(z - z.max())
     return z / z.sum()
@@ -139,8 +157,9 @@ class GumbelRoots:
     to train on. The bookkeeping per tree is a phase's walk order, advanced by array indexing
     every round and re-ranked in Python once a phase (a few times a move)."""
 
-    def __init__(self, forest, slots: int, considered: int, discount: float):
+    def __init__(self, forest, slots: int, considered: int, discount: float, mix: bool = False):
         self.forest, self.considered, self.discount = forest, int(considered), float(discount)
+        self.mix = bool(mix)  # unvisited children completed by v_mix, not the siblings' mean
         self.choice = np.full((slots, 1), -1, dtype=np.int64)
         self.planned = np.zeros(slots, dtype=bool)
         self.budget = np.zeros(slots, dtype=np.int64)
@@ -198,7 +217,7 @@ class GumbelRoots:
         returns the children's q."""
         f = self.forest
         kids = f.children(t)
-        q = child_values(f, t, kids, self.discount)
+        q = child_values(f, t, kids, self.discount, self.mix)
         top = self.ranked[t][: self.kept[t]]
         value = scores(self.noisy[t][top], q[top], float(f.visits[t, kids].max()))
         self.ranked[t] = top[np.argsort(-value, kind="stable")]

@@ -72,6 +72,9 @@ class Forest:
         self.prior = np.zeros(shape, dtype=np.float64)
         self.pending = np.zeros(shape, dtype=np.int64)
         self.proof = np.zeros(shape, dtype=np.int64)  # solved result for the mover, see prove()
+        # the network's value of an expanded decision node for its player to move (Gumbel's
+        # v_mix reads the root's); kept apart from arrays(), which the walks never need
+        self.net_value = np.zeros(shape, dtype=np.float64)
         self.size = np.ones(trees, dtype=np.int64)
         self.roots = np.zeros((trees, state_size), dtype=np.int64)
 
@@ -103,7 +106,7 @@ class Forest:
         self.first_child[t, 0] = -1
         self.num_children[t, 0] = 0
         self.visits[t, 0] = self.virtual[t, 0] = self.pending[t, 0] = self.proof[t, 0] = 0
-        self.value[t, 0] = 0.0
+        self.value[t, 0] = self.net_value[t, 0] = 0.0
         self.mover[t, 0] = CHANCE
 
     def children(self, t: int, node: int = 0) -> slice:
@@ -352,9 +355,10 @@ def gather_leaves(roots, walks, root_child, num_players, c_puct, fpu, discount, 
 @generic
 def expand_backup(count, leaf_states, leaf_tree, leaf_node, policy, leaf_value, num_players,
                   discount, parent, first_child, num_children, action, mover, visits, virtual,
-                  value, prior, pending, proof, size):  # fmt: skip
-    """Expands the first `count` gathered leaves with the network's policy as priors and backs
-    its value up (two players: +v for the leaf's player to move, -v for the other)."""
+                  value, prior, pending, proof, size, net_value):  # fmt: skip
+    """Expands the first `count` gathered leaves with the network's policy as priors, keeps
+    the network's value in `net_value` and backs it up (two players: +v for the leaf's player
+    to move, -v for the other)."""
     width = max(policy.shape[1], 64)
     moves = np.empty(width, dtype=np.int64)
     priors = np.empty(width, dtype=np.float64)
@@ -372,6 +376,7 @@ def expand_backup(count, leaf_states, leaf_tree, leaf_node, policy, leaf_value, 
                       size)  # fmt: skip
         pending[t, node] = 0
         v = leaf_value[i]
+        net_value[t, node] = v
         for p in range(num_players):
             outcome[p] = v if p == player else -v
         _backup(t, node, outcome, discount, parent, mover, visits, virtual, value)
@@ -379,7 +384,7 @@ def expand_backup(count, leaf_states, leaf_tree, leaf_node, policy, leaf_value, 
 
 @njit(cache=True)
 def reroot(t, new_root, parent, first_child, num_children, action, mover, visits, virtual,
-           value, prior, pending, proof, size):  # fmt: skip
+           value, prior, pending, proof, size, net_value):  # fmt: skip
     """Keeps only the subtree under `new_root`, compacted breadth-first with it as node 0."""
     n = size[t]
     old_first = first_child[t, :n].copy()
@@ -390,6 +395,7 @@ def reroot(t, new_root, parent, first_child, num_children, action, mover, visits
     old_value = value[t, :n].copy()
     old_prior = prior[t, :n].copy()
     old_proof = proof[t, :n].copy()
+    old_net_value = net_value[t, :n].copy()
     origin = np.empty(n, dtype=np.int64)
     origin[0] = new_root
     tail = 1
@@ -402,6 +408,7 @@ def reroot(t, new_root, parent, first_child, num_children, action, mover, visits
         value[t, head] = old_value[old]
         prior[t, head] = old_prior[old]
         proof[t, head] = old_proof[old]
+        net_value[t, head] = old_net_value[old]
         virtual[t, head] = 0
         pending[t, head] = 0
         count = old_count[old]

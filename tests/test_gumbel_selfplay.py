@@ -30,14 +30,25 @@ def sigma(q: np.ndarray, most: float) -> np.ndarray:
     return (C_VISIT + most) * C_SCALE * (q + 1.0) / 2.0
 
 
-def searched(uniform, moves: str, considered: int, sims: int, seed: int):
+class StoneCountNet:
+    """A stand-in network: uniform policy, value 0.05 a stone on the board minus 0.5, so that
+    every position's value is known by hand and differs from its neighbours'."""
+
+    def __call__(self, planes, mask):
+        stones = np.asarray(planes).reshape(len(planes), -1).sum(axis=1)
+        policy = np.asarray(mask, dtype=np.float64)
+        return policy / policy.sum(axis=1, keepdims=True), 0.05 * stones - 0.5
+
+
+def searched(uniform, moves: str, considered: int, sims: int, seed: int, net=None, mix=False):
     """One tree searched from the position after `moves` (1-based columns) the way self-play
     does it: one walk a round, the halving's child forced at the root."""
     game = parse_game_spec("connect4")
     state = game.state_from_history(game.parse_moves(moves))
-    search = Search(game, PolicyValueNet(game, uniform["connect4"]), 1, 4096, 1, 1.5, 0.25)
+    net = net or PolicyValueNet(game, uniform["connect4"])
+    search = Search(game, net, 1, 4096, 1, 1.5, 0.25)
     search.forest.reset(0, state.array)
-    roots = GumbelRoots(search.forest, 1, considered, 1.0)
+    roots = GumbelRoots(search.forest, 1, considered, 1.0, mix)
     rng = np.random.default_rng(seed)
     roots.begin(0, sims, rng)
     trees, walks = np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.int64)
@@ -70,6 +81,71 @@ def test_walks_follow_the_halving_of_the_gumbel_drawn_candidates(uniform):
     z = np.log(f.prior[0, kids]) + sigma(completed, 15.0)
     expected = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
     assert np.allclose(policy[f.action[0, kids]], expected) and policy.sum() == pytest.approx(1)
+
+
+def test_v_mix_completes_unvisited_moves_by_hand():
+    """Three root children, visits 4 / 2 / 0, value sums 2 / -1 (q 0.5 / -0.5), priors 0.5 /
+    0.3 / 0.2, the network's root value 0.1: v_mix = (0.1 + 6 * (0.5 * 0.5 + 0.3 * -0.5) / 0.8)
+    / 7 = 0.85 / 7; the siblings' mean would give 0. With no child visited, v_mix is the root's
+    own value. A solved child still counts its exact value."""
+    from agents.puct_gumbel import child_values
+    from agents.puct_tree import Forest
+
+    f = Forest(1, 8, 4)
+    f.first_child[0, 0], f.num_children[0, 0] = 1, 3
+    kids = f.children(0)
+    f.visits[0, kids], f.value[0, kids] = [4, 2, 0], [2.0, -1.0, 0.0]
+    f.prior[0, kids], f.net_value[0, 0] = [0.5, 0.3, 0.2], 0.1
+    assert np.allclose(child_values(f, 0, kids, 1.0, mix=True), [0.5, -0.5, 0.85 / 7])
+    assert np.allclose(child_values(f, 0, kids, 1.0), [0.5, -0.5, 0.0])
+    f.visits[0, kids], f.value[0, kids] = 0, 0.0
+    assert np.allclose(child_values(f, 0, kids, 1.0, mix=True), [0.1, 0.1, 0.1])
+    assert np.allclose(child_values(f, 0, kids, 1.0), 0.0)
+
+
+def test_the_roots_network_value_is_kept_through_a_reroot():
+    """The search stores each expanded node's network value (StoneCountNet: -0.5 at the empty
+    board, -0.45 one stone later); re-rooting at a child carries the child's value to node 0."""
+    game = parse_game_spec("connect4")
+    search = Search(game, StoneCountNet(), 1, 4096, 1, 1.5, 0.25)
+    empty = game.new_initial_state(seed=0)
+    search.forest.reset(0, empty.array)
+    for _ in range(12):
+        search.round(np.ones(1, dtype=np.int64))
+    f = search.forest
+    assert f.net_value[0, 0] == pytest.approx(-0.5)
+    kids = f.children(0)
+    visited = [c for c in range(kids.start, kids.stop) if f.num_children[0, c] > 0]
+    assert visited and all(f.net_value[0, c] == pytest.approx(-0.45) for c in visited)
+    column = int(f.action[0, visited[0]])
+    after = empty.clone()
+    after.apply_action(column)
+    assert search.descend(0, empty.array, [column], after.array)
+    assert f.net_value[0, 0] == pytest.approx(-0.45) and f.num_children[0, 0] > 0
+
+
+def test_the_improved_policy_completes_unvisited_moves_by_v_mix():
+    """With `mix` the halving's policy target fills the columns it never visited with v_mix of
+    the root (worked out here from the tree's own visits, values and priors and the network's
+    root value), not with the visited columns' mean; the two targets differ."""
+    game, f, roots, rng = searched(None, "44", 4, 41, seed=7, net=StoneCountNet(), mix=True)
+    kids = f.children(0)
+    visits = f.visits[0, kids].astype(float)
+    q = np.divide(f.value[0, kids], np.maximum(visits, 1))
+    seen, prior = visits > 0, f.prior[0, kids]
+    assert (~seen).any() and f.net_value[0, 0] == pytest.approx(-0.4)  # two stones on the board
+    mixed = (-0.4 + visits.sum() * (prior[seen] @ q[seen]) / prior[seen].sum()) / (
+        1 + visits.sum()
+    )
+    completed = np.where(seen, q, mixed)
+    _, policy = roots.finish(0, game.num_actions, rng)
+    most = float(visits.max())
+    z = np.log(prior) + sigma(completed, most)
+    expected = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+    assert np.allclose(policy[f.action[0, kids]], expected)
+    by_mean = np.log(prior) + sigma(np.where(seen, q, q[seen].mean()), most)
+    by_mean = np.exp(by_mean - by_mean.max()) / np.exp(by_mean - by_mean.max()).sum()
+    assert not np.allclose(expected, by_mean)
 
 
 def test_the_immediate_win_is_played_and_learned(uniform):
@@ -122,7 +198,13 @@ def test_batched_selfplay_draws_each_games_opening(uniform):
 
 @pytest.mark.parametrize(
     "params",
-    [{"gumbel": -1}, {"gumbel": 4, "agent": "mcts:sims=10"}, {"gumbel": "many"}],
+    [
+        {"gumbel": -1},
+        {"gumbel": 4, "agent": "mcts:sims=10"},
+        {"gumbel": "many"},
+        {"gumbel_mix": True},
+        {"gumbel": 4, "gumbel_mix": "yes"},
+    ],
 )
 def test_bad_gumbel_settings_are_data_errors(uniform, params):
     game = parse_game_spec("connect4")
@@ -139,8 +221,9 @@ def test_the_loop_hands_its_gumbel_setting_to_selfplay(uniform, tmp_path):
 
     repo = Path(__file__).resolve().parent.parent
     params = yaml.safe_load((repo / "params.yaml").read_text())["playerzero"]["connect4"]
-    params["selfplay"]["gumbel"] = 3
+    params["selfplay"].update(gumbel=3, gumbel_mix=True)
     state = {"player": {"path": uniform["connect4"], "scale": 1}}
     options = selfplay_options(params, state, tmp_path)
     checked = selfplay.validate_params(parse_game_spec("connect4"), options)
     assert checked["gumbel"] == 3 and checked["agent"].startswith("puct:model=")
+    assert checked["gumbel_mix"] is True

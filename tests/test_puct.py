@@ -134,6 +134,8 @@ def test_playout_cap_randomisation_records_only_full_searches(uniform):
         ("puct:model={connect4},wat=1", "unknown option"),
         ("puct:model={connect4},gumbel=4,ms=50", "gumbel .* fixed sims=, not ms="),
         ("puct:model={connect4},gumbel=-1", "gumbel .* is >= 0$"),
+        ("puct:model={connect4},gumbel_mix=1", "gumbel_mix .* needs gumbel=M"),
+        ("puct:model={connect4},gumbel=4,gumbel_mix=2", "gumbel_mix is 0 or 1"),
         ("puct:model={connect4},prior_temp=0", "prior_temp"),
         ("policy:model={connect4}", "two-player turn-based"),
     ],
@@ -276,3 +278,11 @@ def test_a_flatter_prior_lets_the_search_look_past_the_networks_favourite(unifor
         visits, _ = agent.run(state).root_stats(0, game.num_actions)
         counts[temp] = visits
     assert counts[1.0][0] > counts[4.0][0] and counts[4.0][1:].min() > counts[1.0][1:].min()
+
+
+def test_gumbel_mix_plays_with_the_paper_completion(uniform):
+    """`gumbel_mix=1` in play: the halving ranks by v_mix-completed values and still finds the
+    immediate win (X has three in column 1)."""
+    game, state = c4("121212")
+    agent = make(f"puct:model={uniform['connect4']},sims=30,gumbel=7,gumbel_mix=1", game, seed=0)
+    assert agent.step(state) == 0

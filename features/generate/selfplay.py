@@ -19,14 +19,16 @@ goes into the root priors as in AlphaZero, and with `fast_sims` > 0 only a `full
 moves get the full search and are recorded (playout-cap randomisation, KataGo); the others get
 `fast_sims` simulations and no record. With `gumbel` = M > 0 such agents spend each search's
 simulations by sequential halving over M root moves drawn by Gumbel noise on the network's
-logits, play the best of them and record the improved policy, softmax(logit + sigma(q)), as
-the target (Gumbel AlphaZero, agents.puct_gumbel); that noise replaces the Dirichlet noise and
-the temperature, which are then unused. Starting conditions are randomized by a seeded
-scenario per game plus `opening` random plies that never end the game (not recorded as
-positions); with `opening_max` above `opening` each game draws its number of random plies
-uniformly from [opening, opening_max], so the recorded positions include some far from what
-the agent's own play reaches while other games still start at the beginning. Chance outcomes
-are sampled and are not positions. Simultaneous games are refused: the search is turn-based.
+logits, play the best of them and record the improved policy, softmax(logit + sigma(q)), as the
+target (Gumbel AlphaZero, agents.puct_gumbel; `gumbel_mix` completes the values of the moves
+the halving never visited by the paper's v_mix instead of their siblings' mean); that noise
+replaces the Dirichlet noise and the temperature, which are then unused. Starting conditions
+are randomized by a seeded scenario per game plus `opening` random plies that never end the
+game (not recorded as positions); with `opening_max` above `opening` each game draws its number
+of random plies uniformly from [opening, opening_max], so the recorded positions include some
+far from what the agent's own play reaches while other games still start at the beginning.
+Chance outcomes are sampled and are not positions. Simultaneous games are refused: the search
+is turn-based.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ PARAMS: dict[str, Any] = {
     "fast_sims": 0,  # playout-cap randomisation for such agents: cheap search of most moves
     "full_share": 0.25,  # share of fully searched (recorded) moves when fast_sims > 0
     "gumbel": 0,  # > 0: root candidates of a Gumbel sequential-halving root (batching agents)
+    "gumbel_mix": False,  # its unvisited moves' values completed by v_mix, not siblings' mean
     "scenario": {},  # scenario options of every game
 }
 
@@ -99,6 +102,10 @@ def validate_params(game: Game, params: dict[str, Any]) -> dict[str, Any]:
     p["fast_sims"] = checked_number("selfplay", p, "fast_sims", int, 0, None, DataError)
     p["full_share"] = checked_number("selfplay", p, "full_share", float, 0.0, 1.0, DataError)
     p["gumbel"] = checked_number("selfplay", p, "gumbel", int, 0, None, DataError)
+    if not isinstance(p["gumbel_mix"], bool):
+        raise DataError(f"selfplay: gumbel_mix is true or false, not {p['gumbel_mix']!r}")
+    if p["gumbel_mix"] and not p["gumbel"]:
+        raise DataError("selfplay: gumbel_mix completes a Gumbel root's values; set gumbel too")
     if not isinstance(p["scenario"], dict):
         raise DataError("selfplay: scenario must be a dict of scenario options")
     p["scenario"] = dict(p["scenario"])
@@ -228,7 +235,7 @@ def _batched_shard(game, self_play, p, seed, units, games, positions) -> None:
     settings = SelfPlaySettings(
         sims=0, fast_sims=p["fast_sims"], full_share=p["full_share"], parallel=p["parallel"],
         temperature=p["temperature"], temperature_plies=p["temperature_plies"],
-        alpha=p["alpha"], eps=p["eps"], gumbel=p["gumbel"],
+        alpha=p["alpha"], eps=p["eps"], gumbel=p["gumbel"], gumbel_mix=p["gumbel_mix"],
     )  # fmt: skip
     seeds = [game_seeds(seed, unit, 3) for unit in units]
     scenarios = [scenario_of(p, s[0]) for s in seeds]
