@@ -87,7 +87,7 @@ def test_v_mix_completes_unvisited_moves_by_hand():
     """Three root children, visits 4 / 2 / 0, value sums 2 / -1 (q 0.5 / -0.5), priors 0.5 /
     0.3 / 0.2, the network's root value 0.1: v_mix = (0.1 + 6 * (0.5 * 0.5 + 0.3 * -0.5) / 0.8)
     / 7 = 0.85 / 7; the siblings' mean would give 0. With no child visited, v_mix is the root's
-    own value. A solved child still counts its exact value."""
+    own value."""
     from agents.puct_gumbel import child_values
     from agents.puct_tree import Forest
 
@@ -134,9 +134,7 @@ def test_the_improved_policy_completes_unvisited_moves_by_v_mix():
     q = np.divide(f.value[0, kids], np.maximum(visits, 1))
     seen, prior = visits > 0, f.prior[0, kids]
     assert (~seen).any() and f.net_value[0, 0] == pytest.approx(-0.4)  # two stones on the board
-    mixed = (-0.4 + visits.sum() * (prior[seen] @ q[seen]) / prior[seen].sum()) / (
-        1 + visits.sum()
-    )
+    mixed = (-0.4 + visits.sum() * (prior[seen] @ q[seen]) / prior[seen].sum()) / (1 + visits.sum())
     completed = np.where(seen, q, mixed)
     _, policy = roots.finish(0, game.num_actions, rng)
     most = float(visits.max())
