@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import tempfile
 import time
 import warnings
@@ -225,11 +226,23 @@ def export_keras(
 # ---- plumbing shared by the Keras families ---------------------------------------------------
 def keras_seeded(seed: int) -> Any:
     """Keras, imported late (TensorFlow takes seconds), seeded and with deterministic ops: the
-    same run gives the same model however busy the cores are (thread timing changes nothing)."""
+    same run gives the same model however busy the cores are (thread timing changes nothing).
+
+    Keras draws the seed of every unseeded initializer, dropout and seed generator from Python's
+    global `random`, which any other thread of the process may draw from at the same moment (a
+    Prefect or MLflow client in a stage, an earlier test's server in a test worker): a model
+    was reproducible only alone. Keras gets a generator of its own, seeded here."""
+
     tf = import_tensorflow()
     import keras
+    from keras.src.random import seed_generator  # pinned Keras: where it draws default seeds
 
     keras.utils.set_random_seed(int(seed))
+    own = getattr(seed_generator, "python_random", None)
+    if isinstance(own, random.Random):  # already its own: a later training in this process
+        own.seed(int(seed))
+    else:
+        seed_generator.python_random = random.Random(int(seed))
     tf.config.experimental.enable_op_determinism()
     return keras
 
