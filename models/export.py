@@ -302,7 +302,9 @@ def row_batches(keras: Any, arrays: list[np.ndarray], rows: np.ndarray, batch_si
                 seed: int | None = None) -> Any:  # fmt: skip
     """A Keras dataset of `rows` of `arrays`, sliced batch by batch (reshuffled each epoch from
     `seed`; in order when None): the training and held-out splits stay views of one array, where
-    fitting on `x[train]` and `x[test]` copies them (tactics' value planes are 45 KB a row)."""
+    fitting on `x[train]` and `x[test]` copies them (tactics' value planes are 45 KB a row).
+    Fit it with `shuffle=False`: this order is the shuffle, and Keras' own would reorder the
+    batches by Python's global `random`, which other threads of the process draw from."""
     rows = np.flatnonzero(rows) if rows.dtype == bool else np.asarray(rows, dtype=np.int64)
 
     class Rows(keras.utils.PyDataset):

@@ -142,9 +142,7 @@ def train(
     model.fit(
         row_batches(keras, [inputs, column], train_rows, batch, seed=params["seed"]),
         epochs=int(params["epochs"]),
-        # the rows reshuffle from their own seed; Keras would reorder the batches by Python's
-        # global `random`, which any other thread of the process may draw from
-        shuffle=False,
+        shuffle=False,  # row_batches shuffles from the seed (see there)
         verbose=0,
         callbacks=[epoch_reporter(keras, held_out, history, progress)],
     )
