@@ -146,6 +146,18 @@ def test_the_improved_policy_completes_unvisited_moves_by_v_mix():
     assert not np.allclose(expected, by_mean)
 
 
+def test_v_mix_changes_nothing_when_every_legal_move_is_a_visited_candidate():
+    """Connect 4 has 7 columns: with 8 candidates and 48 simulations the halving visits every
+    legal move, so no value needs completing and `mix` leaves the target as it was (why the
+    full profile does not set it for Connect 4: its training data came out identical)."""
+    targets = []
+    for mix in (False, True):
+        game, f, roots, rng = searched(None, "44", 8, 48, seed=7, net=StoneCountNet(), mix=mix)
+        assert (f.visits[0, f.children(0)] > 0).all()
+        targets.append(roots.finish(0, game.num_actions, rng)[1])
+    assert np.array_equal(targets[0], targets[1])
+
+
 def test_the_immediate_win_is_played_and_learned(uniform):
     """X to move with three in column 1: every candidate considered, the win is the move and
     takes nearly all of the improved policy, whatever the noise drew."""

@@ -21,7 +21,8 @@ moves get the full search and are recorded (playout-cap randomisation, KataGo); 
 simulations by sequential halving over M root moves drawn by Gumbel noise on the network's
 logits, play the best of them and record the improved policy, softmax(logit + sigma(q)), as the
 target (Gumbel AlphaZero, agents.puct_gumbel; `gumbel_mix` completes the values of the moves
-the halving never visited by the paper's v_mix instead of their siblings' mean); that noise
+the halving never visited by the paper's v_mix instead of their siblings' mean, so it changes
+nothing where every legal move is a candidate and the budget visits each); that noise
 replaces the Dirichlet noise and the temperature, which are then unused. Starting conditions
 are randomized by a seeded scenario per game plus `opening` random plies that never end the
 game (not recorded as positions); with `opening_max` above `opening` each game draws its number
