@@ -30,8 +30,18 @@ SPINNING = {"on": True}
 CUDA_OPTIONS = {"cudnn_conv_algo_search": "HEURISTIC"}
 
 
+def _threads_from_environment() -> int:
+    """`OMP_NUM_THREADS`, the convention a process told to keep to n cores is given (cluster
+    workers, sealed bots, the test suite's two workers): onnxruntime's own pool ignores it, and
+    left alone every session takes every core beside the other processes that were told."""
+    import os
+
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else 0
+
+
 #: CPU threads of one call in sessions that do not say (0: onnxruntime's default, every core)
-DEFAULT_THREADS = {"n": 0}
+DEFAULT_THREADS = {"n": _threads_from_environment()}
 
 
 def stop_spinning() -> None:

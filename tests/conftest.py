@@ -10,6 +10,12 @@ for key, value in {
     **TELEMETRY_OFF,  # the test servers' heartbeats too
     # a Prefect server started by a stage waits longer on two busy cores than the default 20 s
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
+    # two workers on two cores, each one thread of compute (the stages and CLIs they start
+    # inherit it): TensorFlow's and onnxruntime's pools sized to every core, spinning when idle,
+    # made four threads fight for two
+    "OMP_NUM_THREADS": "1",
+    "TF_NUM_INTRAOP_THREADS": "1",
+    "TF_NUM_INTEROP_THREADS": "1",
 }.items():
     os.environ.setdefault(key, value)
 
