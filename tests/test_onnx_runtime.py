@@ -76,3 +76,30 @@ def test_processes_side_by_side_share_the_cores(tmp_path, monkeypatch):
     assert onnx_runtime.session(path, threads=3).get_session_options().intra_op_num_threads == 3
     onnx_runtime.share_cores(16)  # more processes than cores: one thread each
     assert onnx_runtime.session(path).get_session_options().intra_op_num_threads == 1
+
+
+def test_a_process_told_its_share_of_cores_by_omp_num_threads_keeps_to_it(tmp_path, monkeypatch):
+    """Cluster workers, sealed bots and the test suite's workers run with OMP_NUM_THREADS=1;
+    onnxruntime's own pool ignores it, so a fresh process's sessions must read it here (before,
+    each took every core beside its neighbours)."""
+    import os
+    import subprocess
+    import sys
+
+    for value, threads in (("1", 1), ("3", 3), ("0", 0), ("many", 0), ("-2", 0)):
+        monkeypatch.setenv("OMP_NUM_THREADS", value)
+        assert onnx_runtime._threads_from_environment() == threads, value
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert onnx_runtime._threads_from_environment() == 0  # onnxruntime's default: every core
+
+    path = tmp_path / "identity.onnx"
+    path.write_bytes(onnx_runtime._probe_model())
+    probe = (
+        "import sys; from agents import onnx_runtime as o; "
+        "print(o.session(sys.argv[1]).get_session_options().intra_op_num_threads)"
+    )
+    env = {**os.environ, "OMP_NUM_THREADS": "3"}  # read once, when the module loads
+    done = subprocess.run([sys.executable, "-c", probe, str(path)], env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) == 3
