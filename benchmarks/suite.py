@@ -43,6 +43,10 @@ def children_cpu() -> float:
 def run_suite(clone: Path, name: str) -> dict:
     env = {**os.environ, "CI": "true"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # the Makefile clears it: bytecode is written
+    # the linked .venv's editable install maps the packages to the checkout: without this, the
+    # stages `dvc repro` starts (console scripts, no clone on sys.path) ran the checkout's code
+    # against its warm numba cache, not the clone's cold one as CI does
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(clone), env.get("PYTHONPATH")]))
     cpu, start = children_cpu(), time.perf_counter()
     process = subprocess.Popen(
         [str(clone / ".venv" / "bin" / "python"), "-m", "pytest", "-p", "no:cacheprovider"],
