@@ -9,6 +9,7 @@ that session really runs on it. Agents import only this module, never TensorFlow
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from pathlib import Path
 
@@ -34,8 +35,6 @@ def _threads_from_environment() -> int:
     """`OMP_NUM_THREADS`, the convention a process told to keep to n cores is given (cluster
     workers, sealed bots, the test suite's two workers): onnxruntime's own pool ignores it, and
     left alone every session takes every core beside the other processes that were told."""
-    import os
-
     value = os.environ.get("OMP_NUM_THREADS", "")
     return int(value) if value.isdigit() and int(value) > 0 else 0
 
@@ -54,8 +53,6 @@ def share_cores(processes: int) -> None:
     sessions started from now on take their share of the cores, and idle threads sleep.
     Every session taking all cores, with spinning threads, made two processes playing LSTM
     bots slower than one (10,000 Connect 4 games: 66 s alone, ~190 s each as a pair)."""
-    import os
-
     DEFAULT_THREADS["n"] = max(1, (os.cpu_count() or 1) // max(1, processes))
     stop_spinning()
 
