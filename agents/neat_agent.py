@@ -116,7 +116,7 @@ class NeatAgent(Agent):
                 self.max_count,
                 feats,
             )
-            (scores,) = self.session.run(["outputs"], {self.input_name: feats.astype(np.float32)})
+            (scores,) = self.session.run(["logits"], {self.input_name: feats.astype(np.float32)})
             return int(legal[int(np.argmax(scores[:, 0]))])
         if self.decoding == "afterstate":  # every position a legal move leads to, one batch
             rows = np.zeros((len(legal), len(self.neighbours)), dtype=np.float64)

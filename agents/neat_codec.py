@@ -25,6 +25,11 @@ Four decodings of the outputs into an action:
   legal move leads to and writes one value; the move to the best-valued position is played
   (one-ply lookahead, as value-function players of board games do). The board encoding is the
   study's, so a network learns an evaluation of whole positions instead of a move rule.
+
+Scored and afterstate rank moves by the output node before its activation (`logit`; the ONNX
+graph's `logits`): sigmoid(5z) reaches 1.0 at 5z ≈ 17 in onnxruntime's float32 and at ≈ 37 in
+numba's float64, so ranking activations split ties differently in training and in play (a
+scored champion's `neat:` agent played 19% of its trained moves otherwise, session 35).
 """
 
 from __future__ import annotations

@@ -123,6 +123,9 @@ DEFAULTS: dict[str, Any] = {
     # population by this many games against each fixed opponent (0: neat's best genome, study)
     "sparring_red": "study",  # coevolution: the red of sparring and playoff games: the study's
     # scripted red, or "greedy" (territory's greedy_action, which beats mcts:sims=200)
+    "sparring_seats": "blue",  # coevolution: "blue" plays the fixed red's games in the blue
+    # seat of its preset; "both" plays them on the duel itself, the network in either seat
+    # against the game's sparring_action (greedy), so it also learns to move second
     "sparring_opening": 0,  # coevolution: random first moves of blue (red answering) before
     # each game against the fixed red, so a deterministic red does not replay one game
     "playoff_opening": 4,  # coevolution playoff: seeded random first moves before each game
@@ -402,6 +405,12 @@ def checked(params: dict[str, Any] | None) -> dict[str, Any]:
     if merged["sparring_red"] not in SPARRING_PRESETS:
         red = merged["sparring_red"]
         raise NeatError(f"neat: sparring_red must be study or greedy, got {red!r}")
+    if merged["sparring_seats"] not in ("blue", "both"):
+        raise NeatError(f"neat: sparring_seats is blue or both, got {merged['sparring_seats']!r}")
+    if merged["sparring_seats"] == "both" and merged["sparring_red"] != "greedy":
+        raise NeatError(
+            "neat: sparring_seats both seats the game's greedy player: set sparring_red: greedy"
+        )
     if int(merged["generations"]) < 1 or int(merged["opponents"]) < 1:
         raise NeatError("neat: generations and opponents must be >= 1")
     agents = merged["playoff_agents"]

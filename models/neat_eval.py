@@ -55,6 +55,7 @@ from engine.specialise import apply_action, bind, current_player, generic, legal
 ) = range(12)
 NUM_STATS = 12
 RANDOM_SEAT = -2  # a seat playing uniformly random legal moves (a sparring partner)
+SCRIPTED_SEAT = -3  # a seat played by the game's `sparring_action` (a fixed scripted player)
 STAT_NAMES = (
     "moves",
     "productions",
@@ -79,6 +80,18 @@ def observation(s, player, out):
 def position_key(s):
     """Placeholder: `bind` puts the game's position_key kernel here."""
     raise TypeError("only inside a bound loop")
+
+
+def sparring_action(s, player):
+    """Placeholder: `bind` puts the game's sparring_action kernel here (or `no_sparring`)."""
+    raise TypeError("only inside a bound loop")
+
+
+@njit(cache=True)
+def no_sparring(s, player):
+    """The sparring kernel of a game without one: never moves (the seat plays its first legal
+    move), so a batch that seats SCRIPTED_SEAT there is refused before it plays."""
+    return -1
 
 
 @njit(cache=True, inline="always")
@@ -122,7 +135,8 @@ def play_networks(
     trace,
 ):
     """Plays games[i] from starts[games[i]] with seats[games[i], player] = network index (-1: the
-    seat never moves; RANDOM_SEAT: uniform random moves, seeded by random_seed and the game),
+    seat never moves; RANDOM_SEAT: uniform random moves, seeded by random_seed and the game;
+    SCRIPTED_SEAT: the game's sparring_action, its first legal move when that has none),
     writing stats[game, seat, :]. trace (when non-empty) receives the actions of the first game
     listed, -1 after its end."""
     rng = np.zeros(1, dtype=np.uint64)
@@ -159,6 +173,10 @@ def play_networks(
             net = seats[g, player]
             if net == RANDOM_SEAT:
                 action, guided = legal[rand_below(rng, count)], False
+            elif net == SCRIPTED_SEAT:
+                action, guided = sparring_action(s, player), False
+                if action < 0:
+                    action = legal[0]
             elif mode == SCORED or mode == AFTERSTATE:  # one value per legal move, best played
                 if mode == SCORED:  # the network reads each move's features
                     move_features(obs, n, legal, count, neighbours, ids, max_count, feats)
@@ -181,11 +199,7 @@ def play_networks(
                         candidates[i],
                         out,
                     )
-                    value = (
-                        out[0]
-                        if mode == SCORED
-                        else logit(net, nodes, bias, response, links, weight, net_rows, values, 0)
-                    )
+                    value = logit(net, nodes, bias, response, links, weight, net_rows, values, 0)
                     if value > top:
                         action, top = legal[i], value
             else:
@@ -243,7 +257,7 @@ class Batch:
     """Games to play: start states (one row each) and the network index of each seat."""
 
     starts: np.ndarray  # (games, state size) int64
-    seats: np.ndarray  # (games, 2) int64, -1: the seat never moves, RANDOM_SEAT: random moves
+    seats: np.ndarray  # (games, 2) int64: a network, -1 (never moves), RANDOM_ or SCRIPTED_SEAT
     random_seed: int = 0
 
 
@@ -273,11 +287,14 @@ class Evaluator:
             game.kernels.search(),
             observation=game.kernels.observation,
             position_key=game.position_key,
+            sparring_action=game.sparring_action or no_sparring,
         )
         self.table_bits = max(10, int(np.ceil(np.log2(2 * game.max_game_length + 2))))
 
     def play(self, packed: Packed, batch: Batch, trace_game: int | None = None) -> np.ndarray:
         """stats[game, seat, stat] for every game of the batch (and the trace when asked)."""
+        if self.game.sparring_action is None and (batch.seats == SCRIPTED_SEAT).any():
+            raise ValueError(f"{self.game.name} has no sparring_action to seat")
         total = len(batch.starts)
         stats = np.zeros((total, 2, NUM_STATS), dtype=np.float64)
         n_out = packed.net_rows.shape[1] - 2

@@ -2,9 +2,10 @@
 per-generation metrics, the champion's genome (JSON), its ONNX export with a parity check against
 neat-python's own network, the fitness curve and renders of the champion's game as artifacts.
 
-The case's champion is the best seed's (highest final best fitness); it is logged as the model
-of that seed's run and registered as a version of `territory-neat` (models.registry), so the
-export, tournament and promotion stages treat it like any other family's model.
+The case's champion is the best seed's (`seed_rank`: its playoff scores when a playoff chose
+it, else the highest best fitness); it is logged as the model of that seed's run and
+registered as a version of `territory-neat` (models.registry), so the export, tournament and
+promotion stages treat it like any other family's model.
 """
 
 from __future__ import annotations
@@ -83,6 +84,18 @@ def seed_files(trainer: Trainer, result: CaseResult, seed_dir: Path) -> tuple[Pa
         renders(trainer, result, seed_dir / "game.png"),
     ]
     return onnx_path, gap, pictures
+
+
+def seed_rank(result: CaseResult) -> tuple[float, ...]:
+    """Which seed's champion the case keeps: with a playoff, its scores against the fixed
+    opponents (final round, then first), since a coevolved fitness is earned against the seed's
+    own rival population and does not compare across seeds; else the best fitness."""
+    stats = result.champion_stats
+    return (
+        stats.get("final_score", -1.0),
+        stats.get("playoff_score", -1.0),
+        result.best_fitness,
+    )
 
 
 def train_seed(job: dict[str, Any]) -> dict[str, Any]:
@@ -226,7 +239,7 @@ def train_case(
                         "parity": gap,
                     }
                 )
-        best = max(seeds_out, key=lambda s: s["result"].best_fitness)
+        best = max(seeds_out, key=lambda s: seed_rank(s["result"]))
         finals = [s["result"].history[-1]["best_fitness"] for s in seeds_out]
         mlflow.log_metrics(
             {

@@ -91,7 +91,9 @@ class Trainer:
         self.sparring = None
         self.hall: list[dict[str, Any]] = []  # coevolution: each generation's best, per side
         fixed = int(self.params["sparring"]) > 0 or int(self.params["playoff"]) > 0
-        if self.coevolve and fixed:  # the duel against a fixed red
+        if self.coevolve and fixed and self.params["sparring_seats"] == "both":
+            self.sparring = self.evaluator  # the duel itself, the scripted player in a seat
+        elif self.coevolve and fixed:  # the duel against a fixed red
             spar = load_game(
                 "territory",
                 size=int(self.params["size"]),
@@ -242,24 +244,30 @@ class Trainer:
 
     def _against_fixed(self, packed, networks: int, rounds: int, base: int, opening: int) -> list:
         """Every network's games against the fixed opponents: `rounds` against the fixed red
-        (`sparring_red`; network in seat 0, red's seed base + k, after `opening` random moves)
-        and `rounds` against a uniformly random player (seats alternating, random moves seeded
-        by base). [(game, stats, network of each game, its seat), ...] for the two kinds."""
-        from models.neat_eval import RANDOM_SEAT
+        (`sparring_red`, seed base + k, after `opening` random moves; the network in seat 0 of
+        the red's preset, or with `sparring_seats: both` in seat k % 2 of the duel against the
+        game's sparring_action) and `rounds` against a uniformly random player (seats
+        alternating, random moves seeded by base). [(game, stats, network of each game, its
+        seat), ...] for the two kinds."""
+        from models.neat_eval import RANDOM_SEAT, SCRIPTED_SEAT
 
         spar = self.sparring.game
         red_starts = np.stack([opened(spar, base + k, opening) for k in range(rounds)])
         index = np.repeat(np.arange(networks), rounds)
-        first = Batch(
-            red_starts[np.tile(np.arange(rounds), networks)],
-            np.stack([index, np.full(len(index), -1)], axis=1),
-        )
         seat = np.tile(np.arange(rounds) % 2, networks)
+        if self.params["sparring_seats"] == "both":
+            fixed_seats = np.full((len(index), 2), SCRIPTED_SEAT, dtype=np.int64)
+            fixed_seats[np.arange(len(index)), seat] = index
+            fixed_seat = seat
+        else:
+            fixed_seats = np.stack([index, np.full(len(index), -1)], axis=1)
+            fixed_seat = np.zeros_like(seat)
+        first = Batch(red_starts[np.tile(np.arange(rounds), networks)], fixed_seats)
         seats = np.full((len(index), 2), RANDOM_SEAT, dtype=np.int64)
         seats[np.arange(len(index)), seat] = index
         second = Batch(np.tile(self.start, (len(index), 1)), seats, random_seed=base)
         return [
-            (spar, self.sparring.play(packed, first), index, np.zeros_like(seat)),
+            (spar, self.sparring.play(packed, first), index, fixed_seat),
             (self.game, self.evaluator.play(packed, second), index, seat),
         ]
 

@@ -280,6 +280,46 @@ def test_sparring_against_the_greedy_red_starts_from_seeded_random_openings(tmp_
         Trainer("coevolution", {**params, "sparring_red": "mcts"}, tmp_path / "x")
 
 
+def test_sparring_in_both_seats_plays_the_greedy_spreader_against_the_network_in_each(
+    tmp_path, monkeypatch
+):
+    from engine.games.territory_rules import greedy_action
+    from models.neat_eval import SCRIPTED_SEAT, Batch
+
+    params = {**TINY, "generations": 1, "rounds": 20, "sparring": 2, "playoff": 1,
+              "sparring_red": "greedy", "sparring_seats": "both",
+              "sparring_opening": 1}  # fmt: skip
+    trainer = Trainer("coevolution", params, tmp_path)
+    assert trainer.sparring.game.params["preset"] == "duel"  # the duel itself, no scripted red
+    result = trainer.run()
+    nets = [network(result.champion)]
+    games = trainer._against_fixed(pack(nets), 1, 2, 10**6, 1)
+    stats, index, seats = games[0][1], games[0][2], games[0][3]
+    assert list(index) == [0, 0] and list(seats) == [0, 1]  # the network moves first, then second
+    assert stats[0, 0, MOVES] > 0 and stats[1, 1, MOVES] > 0  # ... and does move in each
+    # the scripted seat is territory's greedy spreader, move for move: replay a traced game
+    game = trainer.game
+    start = game.new_initial_state(seed=0).array
+    batch = Batch(start[None, :], np.array([[SCRIPTED_SEAT, 0]], dtype=np.int64))
+    trainer.evaluator.play(pack(nets), batch, trace_game=0)
+    trace = trainer.evaluator.last_trace
+    state = game.new_initial_state(seed=0)
+    scripted = 0
+    for action in trace:
+        if state.current_player() == 0:
+            assert action == greedy_action(state.array, 0)
+            scripted += 1
+        state.apply_action(int(action))
+    assert scripted == len(trace) - len(trace) // 2 > 5
+    for bad, match in (({"sparring_seats": "red"}, "blue or both"),
+                       ({"sparring_red": "study"}, "sparring_red: greedy")):  # fmt: skip
+        with pytest.raises(NeatError, match=match):
+            Trainer("coevolution", {**params, **bad}, tmp_path / "bad")
+    monkeypatch.setattr(type(game), "sparring_action", None)
+    with pytest.raises(ValueError, match="no sparring_action"):
+        trainer.evaluator.play(pack(nets), batch)
+
+
 def test_move_features_by_hand():
     """Blue sends 4 of 5 from (0,0) east onto red's 3: an attack that wins."""
     from agents.neat_codec import MOVE_FEATURES, move_features
@@ -410,3 +450,43 @@ def test_the_playoff_varies_its_openings_and_its_final_round_picks_the_stronger_
     assert score(EXPANDER) > score(PRODUCER) and result.champion_stats["final_games"] == 4.0
     with pytest.raises(NeatError, match="playoff_agents"):
         Trainer("coevolution", {**params, "playoff_agents": "mcts"}, tmp_path / "x")
+
+
+def test_scored_moves_rank_by_logit_in_training_and_in_play_where_the_sigmoid_saturates(
+    tmp_path,
+):
+    """Blue's 20 troops next to nature: a network scoring 10 x troops sent / 20 through a
+    sigmoid. sigmoid(5z) is 1.0 from 5z ≈ 17 in onnxruntime's float32 and ≈ 37 in numba's
+    float64, so ranking activations ties most of the sends, and differently in each; by the
+    logit, sending all 20 troops is best, and both pick the first such move in legal order."""
+    from models.neat_eval import Batch, Evaluator
+
+    genome = _scored_genome([_node(0, 0.0, "sigmoid")], [(-3, 0, 10.0)])
+    state = _state({0: 20, 35: -1})
+    sent = {a: (a % IDS - 1) % MAX_TROOPS + 1 if a % IDS else 0 for a in state.legal_actions()}
+    best = max(sent, key=sent.get)  # the first of the largest sends, in legal order
+    assert sent[best] == 20 and list(sent.values()).count(20) == 2  # (0,0) has two neighbours
+    path = tmp_path / "sender.json"
+    path.write_text(json.dumps(genome))
+    agent = make(f"neat:genome={path}", state.game)
+    assert agent.step(state) == best
+    evaluator = Evaluator(state.game, "scored", workers=1)
+    batch = Batch(state.array[None, :].copy(), np.array([[0, -1]], dtype=np.int64))
+    evaluator.play(pack([network(genome)]), batch, trace_game=0)
+    assert evaluator.last_trace[0] == best
+
+
+def test_a_case_keeps_the_seed_whose_champion_won_its_playoff_not_the_highest_fitness():
+    """Coevolved fitness is earned against a seed's own rival population: seed 1's higher
+    number says nothing across seeds, its champion's playoff against fixed opponents does."""
+    from models.neat_track import seed_rank
+    from models.neat_train import CaseResult
+
+    def result(best: float, final: float | None) -> CaseResult:
+        stats = {} if final is None else {"final_score": final, "playoff_score": 0.5}
+        return CaseResult("coevolution", {}, [{"best_fitness": best}], {}, stats, [])
+
+    seeds = {0: result(9.0, 0.7), 1: result(12.0, 0.4), 2: result(10.0, 0.55)}
+    assert max(seeds, key=lambda s: seed_rank(seeds[s])) == 0
+    plain = {0: result(9.0, None), 1: result(12.0, None)}  # no playoff: the best fitness
+    assert max(plain, key=lambda s: seed_rank(plain[s])) == 1

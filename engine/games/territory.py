@@ -320,6 +320,7 @@ class Territory(Game):
     neutral_action = -1
     evaluate = staticmethod(evaluate)
     position_key = staticmethod(position_key)
+    sparring_action = staticmethod(greedy_action)
     default_params: ClassVar[dict[str, Any]] = {"size": 6, "preset": "duel", "rounds": 0}
     grid_style: ClassVar[dict[str, Any]] = {
         "cell": "hex", "background": "#f4f1ea", "empty": "#b9b9b9", "ink": "#fff", "gap": 2,
