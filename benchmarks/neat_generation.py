@@ -2,10 +2,12 @@
 
 Target: <= 1 s per generation on 2 cores. Each case is timed on its first generation (random
 networks) and after `--evolve` generations of training (longer, purposeful games), with 2
-threads and with 1 (the scaling). The plain-C Connect 4 yardstick runs before and after, so the
-figures can be compared across runs on this shared machine. Prints JSON.
+threads and with 1 (the scaling); `--decoding scored` times gridbots' move-scoring networks
+(every legal move scored) instead of the study's guided decoding. The plain-C Connect 4
+yardstick runs before and after, so the figures can be compared across runs on this shared
+machine. Prints JSON.
 
-    .venv/bin/python benchmarks/neat_generation.py [--evolve 20] [--repeats 3]
+    .venv/bin/python benchmarks/neat_generation.py [--evolve 20] [--repeats 3] [--decoding D]
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--evolve", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--decoding", default="guided")
     args = parser.parse_args()
     from models.neat_train import Trainer
 
@@ -69,7 +72,8 @@ def main() -> None:
     rows = []
     for case in CASES:
         with tempfile.TemporaryDirectory() as work:
-            trainer = Trainer(case, {"generations": args.evolve + 1, "workers": 2}, Path(work))
+            params = {"generations": args.evolve + 1, "workers": 2, "decoding": args.decoding}
+            trainer = Trainer(case, params, Path(work))
             trainer.evaluate()  # compiles (or loads) the numba loop
             first = timed(trainer, args.repeats)
             for _ in range(args.evolve):
@@ -94,6 +98,7 @@ def main() -> None:
             {
                 "benchmark": "neat_generation",
                 "threads": 2,
+                "decoding": args.decoding,
                 "rows": rows,
                 "target_s": 1.0,
                 "worst_s": max(
