@@ -235,6 +235,41 @@ def genome_class():
     return DefaultGenome
 
 
+def reproduction_class():
+    """neat-python's DefaultReproduction, able to shrink a generation back to pop_size.
+
+    neat-python 2.0 trims an oversized spawn one genome per species in one pass over the
+    species (largest first), then gives up with "could not match pop_size": a generation where
+    a few large species must lose more genomes than there are species above the minimum crashed
+    a run (beat-red-easy, masked decoding, seed 1, generation 10). Here the passes go on while
+    one removes something, in the same order, so every run the library could finish is
+    unchanged.
+    """
+    import neat
+
+    class DefaultReproduction(neat.DefaultReproduction):  # the config section's name
+        def _adjust_spawn_exact(self, spawn_amounts, pop_size, min_species_size):
+            amounts = list(spawn_amounts)
+            excess = sum(amounts) - pop_size
+            if excess <= 0 or len(amounts) * min_species_size > pop_size:
+                return super()._adjust_spawn_exact(amounts, pop_size, min_species_size)
+            order = sorted(range(len(amounts)), key=lambda k: amounts[k], reverse=True)
+            while excess > 0:
+                trimmed = 0
+                for k in order:
+                    if excess == 0:
+                        break
+                    if amounts[k] > min_species_size:
+                        amounts[k] -= 1
+                        excess -= 1
+                        trimmed += 1
+                if not trimmed:  # unreachable while the minima fit in pop_size
+                    return super()._adjust_spawn_exact(amounts, pop_size, min_species_size)
+            return amounts
+
+    return DefaultReproduction
+
+
 def make_config(sections: dict[str, dict[str, Any]]):
     """A neat.Config from the sections (written to a temporary file neat-python reads)."""
     import neat
@@ -245,7 +280,7 @@ def make_config(sections: dict[str, dict[str, Any]]):
             f.write(config_text(sections))
         return neat.Config(
             genome_class(),
-            neat.DefaultReproduction,
+            reproduction_class(),
             neat.DefaultSpeciesSet,
             neat.DefaultStagnation,
             path,

@@ -490,3 +490,36 @@ def test_a_case_keeps_the_seed_whose_champion_won_its_playoff_not_the_highest_fi
     assert max(seeds, key=lambda s: seed_rank(seeds[s])) == 0
     plain = {0: result(9.0, None), 1: result(12.0, None)}  # no playoff: the best fitness
     assert max(plain, key=lambda s: seed_rank(plain[s])) == 1
+
+
+def test_reproduction_trims_an_oversized_spawn_where_neat_python_gives_up():
+    """neat-python 2.0 trims one genome per species in one pass, then raises: 60 + 40 + 3 x 2
+    is 6 over a population of 100, and only two species are above the minimum of 2. Every
+    spawn the library can trim comes out as the library's."""
+    import neat
+
+    from models.neat import reproduction_class
+
+    config = make_config(config_sections({}, 36, 4))
+    ours = reproduction_class()(config.reproduction_config, neat.reporting.ReporterSet(), None)
+    library = neat.DefaultReproduction(
+        config.reproduction_config, neat.reporting.ReporterSet(), None
+    )
+    with pytest.raises(RuntimeError, match="could not match pop_size"):
+        library._adjust_spawn_exact([60, 40, 2, 2, 2], 100, 2)
+    assert ours._adjust_spawn_exact([60, 40, 2, 2, 2], 100, 2) == [57, 37, 2, 2, 2]
+    rng = np.random.default_rng(0)
+    trimmed = failed = 0  # spawns over the population that the library trims, or gives up on
+    for _ in range(500):  # spawns as compute_spawn leaves them: shares of 100, rounded up or down
+        shares = rng.dirichlet(np.ones(rng.integers(2, 20)))
+        amounts = [max(2, round(100 * s) + int(rng.integers(-1, 4))) for s in shares]
+        ours_amounts = ours._adjust_spawn_exact(list(amounts), 100, 2)
+        assert sum(ours_amounts) == 100 and min(ours_amounts) >= 2
+        try:
+            expected = library._adjust_spawn_exact(list(amounts), 100, 2)
+        except RuntimeError:
+            failed += 1
+            continue
+        assert ours_amounts == expected
+        trimmed += sum(amounts) > 100
+    assert trimmed > 100 and failed > 100
