@@ -3,7 +3,9 @@
 PATH is an exported `.onnx` (its metadata says the decoding) or a genome `.json` (exported to an
 ONNX graph in memory: one implementation of the network, agents.neat_network.to_onnx). Each move
 encodes the board as the study does, runs the network once and decodes the outputs with move
-guiding (agents.neat_codec), so an invalid decoded move becomes the nearest legal one.
+guiding (agents.neat_codec), so an invalid decoded move becomes the nearest legal one. It
+decodes what the fitness games decode: float64 activations of the graph's `logits` (scored
+and afterstate rank the logits themselves), since float32 activations saturate earlier.
 Option `decoding=guided|masked|scored|afterstate` overrides what the file says (an ONNX file's
 metadata; a genome by its input and output counts: tiles in and 4 out are guided, 2 x tiles + 21
 out masked, 12 in and 1 out scored, tiles in and 1 out afterstate).
@@ -28,28 +30,34 @@ from agents.neat_codec import (
     num_inputs,
     num_outputs,
 )
+from agents.neat_network import activations_from_logits
 from engine.protocol import Game, State
 from engine.specialise import bind
 
 
 def _session(path: Path, decoding: str | None):
-    """(onnxruntime session, decoding) for an .onnx or a genome .json."""
+    """(onnxruntime session, decoding, the output activations or None) for an .onnx or a genome
+    .json; a graph exported before its metadata named them gives None."""
+    from agents.neat_network import OUTPUT_ACTIVATIONS
+
     if path.suffix == ".json":
         from agents.neat_network import GenomeError, network, read_genome, to_onnx
         from agents.onnx_runtime import session
 
         try:
-            model = to_onnx(network(read_genome(path)))
+            net = network(read_genome(path))
         except GenomeError as error:
             raise AgentError(f"neat: {error}") from None
-        return session(model), decoding
+        kinds = [net.activation[o] for o in range(net.num_outputs)]
+        return session(to_onnx(net)), decoding, kinds
     from agents.onnx_eval import open_session
 
     runner, meta = open_session(path)
     kind = meta.get("gridbots.kind")
     if kind != "neat":
         raise AgentError(f"neat: {path} holds a {kind!r} model, not a NEAT network")
-    return runner, decoding or meta.get("gridbots.decoding")
+    kinds = meta[OUTPUT_ACTIVATIONS].split(",") if OUTPUT_ACTIVATIONS in meta else None
+    return runner, decoding or meta.get("gridbots.decoding"), kinds
 
 
 @builder("neat")
@@ -71,7 +79,7 @@ class NeatAgent(Agent):
         path = Path(path)
         if not path.is_file():
             raise AgentError(f"neat: no such file {path}")
-        self.session, self.decoding = _session(path, decoding)
+        self.session, self.decoding, self.output_kinds = _session(path, decoding)
         layout = game.tile_moves()
         self.neighbours = layout["neighbours"]
         self.ids, self.max_count = layout["ids_per_tile"], layout["max_count"]
@@ -126,10 +134,13 @@ class NeatAgent(Agent):
             return int(legal[int(np.argmax(values[:, 0]))])
         encode(obs, len(self.neighbours), player, self.turn_tiles, self.inputs)
         feed = {self.input_name: self.inputs[None, :].astype(np.float32)}
-        (out,) = self.session.run(["outputs"], feed)
+        if self.output_kinds is None:  # an older export: its float32 activations
+            out = self.session.run(["outputs"], feed)[0].astype(np.float64)
+        else:  # float64 activations, as the fitness games decode them
+            out = activations_from_logits(self.session.run(["logits"], feed)[0], self.output_kinds)
         action, guided = decode(
             DECODINGS[self.decoding],
-            out[0].astype(np.float64),
+            out[0],
             player,
             legal,
             len(legal),

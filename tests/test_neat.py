@@ -523,3 +523,37 @@ def test_reproduction_trims_an_oversized_spawn_where_neat_python_gives_up():
         assert ours_amounts == expected
         trimmed += sum(amounts) > 100
     assert trimmed > 100 and failed > 100
+
+
+@pytest.mark.parametrize("decoding", ["guided", "masked"])
+def test_the_agent_decodes_float64_activations_as_the_fitness_games_do(tmp_path, decoding):
+    """Biases of 5 and a little more put every output near sigmoid(25): exactly 1.0 in
+    onnxruntime's float32, 1 - 1.4e-11 in float64. Guided, floor(35 v) then names tile 35 in
+    one and 34 in the other (two legal sends to tile 29); masked, the saturated scores tie in
+    float32 (the first legal move) and rank in float64. The agent must play the fitness games'
+    move."""
+    from models.neat import GENOME_FORMAT
+    from models.neat_eval import Batch, Evaluator
+
+    outputs = 4 if decoding == "guided" else 2 * 36 + 21
+    # guided: the flag and the source saturated, the target tile (4,5) = 29 (a neighbour of
+    # both 34 and 35) and 3 troops; masked: later outputs a little higher, so float64 ranks them
+    bias = (
+        [5.0, 5.0, 0.3361, -0.389]
+        if decoding == "guided"
+        else [5.0 + 0.01 * o for o in range(outputs)]
+    )
+    genome = {"format": GENOME_FORMAT, "key": 1, "fitness": 0.0, "num_inputs": 36,
+              "num_outputs": outputs, "connections": [],
+              "nodes": [_node(o, bias[o], "sigmoid") for o in range(outputs)]}  # fmt: skip
+    state = _state({34: 6, 35: 6, 28: 3, 0: -4})
+    path = tmp_path / "saturated.json"
+    path.write_text(json.dumps(genome))
+    evaluator = Evaluator(state.game, decoding, workers=1)
+    batch = Batch(state.array[None, :].copy(), np.array([[0, -1]], dtype=np.int64))
+    evaluator.play(pack([network(genome)]), batch, trace_game=0)
+    for source in (path, tmp_path / "saturated.onnx"):  # the genome, and its export
+        if source.suffix == ".onnx":
+            source.write_bytes(to_onnx(network(genome), {"gridbots.kind": "neat"}))
+        agent = make(f"neat:genome={source},decoding={decoding}", state.game)
+        assert agent.step(state) == evaluator.last_trace[0]
