@@ -30,7 +30,14 @@ from agents.neat_codec import (
     num_inputs,
     num_outputs,
 )
-from agents.neat_network import activations_from_logits
+from agents.neat_network import (
+    OUTPUT_ACTIVATIONS,
+    GenomeError,
+    activations_from_logits,
+    network,
+    read_genome,
+    to_onnx,
+)
 from engine.protocol import Game, State
 from engine.specialise import bind
 
@@ -38,10 +45,7 @@ from engine.specialise import bind
 def _session(path: Path, decoding: str | None):
     """(onnxruntime session, decoding, the output activations or None) for an .onnx or a genome
     .json; a graph exported before its metadata named them gives None."""
-    from agents.neat_network import OUTPUT_ACTIVATIONS
-
     if path.suffix == ".json":
-        from agents.neat_network import GenomeError, network, read_genome, to_onnx
         from agents.onnx_runtime import session
 
         try:

@@ -144,9 +144,8 @@ class Game:
     #: numba `position_key(s) -> int64`: hash of the position without its clock (repetition
     #: tests such as the study-003 stale-game rule); None when the game never needs one
     position_key: ClassVar[Callable | None] = None
-    #: numba `sparring_action(s, player) -> action`: a deterministic scripted player that
-    #: training loops seat in either chair as a fixed opponent (territory's greedy spreader
-    #: for NEAT's coevolution); -1 when it cannot move
+    #: numba `sparring_action(s, player) -> action` (-1: cannot move): a fixed scripted player
+    #: training loops seat in either chair (territory's greedy spreader, NEAT's coevolution)
     sparring_action: ClassVar[Callable | None] = None
     #: `tile_moves() -> dict`: the layout of "production per tile, tile -> neighbour x count"
     #: action spaces (territory) that tile-move policies (agents.neat_codec) decode into
