@@ -30,7 +30,7 @@ from agents.neat_codec import (
     decode,
     encode,
     forward,
-    logit,
+    forward_logit,
     move_features,
 )
 from agents.neat_network import Packed
@@ -186,20 +186,10 @@ def play_networks(
                     candidates = rows
                 action, guided, top = legal[0], False, -np.inf
                 for i in range(count):
-                    forward(
-                        net,
-                        nodes,
-                        bias,
-                        response,
-                        kind,
-                        links,
-                        weight,
-                        net_rows,
-                        values,
-                        candidates[i],
-                        out,
-                    )
-                    value = logit(net, nodes, bias, response, links, weight, net_rows, values, 0)
+                    value = forward_logit(
+                        net, nodes, bias, response, kind, links, weight, net_rows, values,
+                        candidates[i], 0,
+                    )  # fmt: skip
                     if value > top:
                         action, top = legal[i], value
             else:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from agents import make
-from agents.neat_codec import DECODINGS, decode, encode, forward, logit
+from agents.neat_codec import DECODINGS, decode, encode, forward, forward_logit
 from agents.neat_network import ONNX_ACTIVATIONS, network, pack, to_onnx
 from engine import load_game
 from engine.games.territory import HEADER, IDS, MAX_TROOPS
@@ -68,13 +68,11 @@ def test_numba_and_onnx_networks_match_neat_pythons_own():
         onnx_out, onnx_logits = session.run(None, {"inputs": inputs.astype(np.float32)})
         assert np.max(np.abs(onnx_out - expected)) < 1e-5
         # the logits: each output before its activation, neat's scale included, as numba's
-        nodes, bias, response, _kinds, links, weight, net_rows = packed.arrays()
         scales = [ONNX_ACTIVATIONS[net.activation[o]][0] for o in range(4)]
         mine = []
         for row in inputs:
-            forward(index, *packed.arrays(), values, row, out)
-            mine.append([scales[o] * logit(index, nodes, bias, response, links, weight, net_rows,
-                                           values, o) for o in range(4)])  # fmt: skip
+            mine.append([scales[o] * forward_logit(index, *packed.arrays(), values, row, o)
+                         for o in range(4)])  # fmt: skip
         assert np.allclose(onnx_logits, mine, rtol=1e-4, atol=1e-4)
         assert np.allclose(1 / (1 + np.exp(-np.clip(mine, -60, 60))), expected)  # sigmoid outputs
 
