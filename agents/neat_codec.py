@@ -80,6 +80,34 @@ def activate(kind, z):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def forward_logit(
+    net, nodes, node_bias, node_response, node_kind, links, link_weight, net_rows, values, inputs, o
+):
+    """Evaluates network `net` of a packed batch (agents.neat_network.Packed) on `inputs`;
+    returns output o before its activation (the ONNX graph's `logits`, up to neat's positive
+    scale), taken in the same pass: decodings that rank moves by one value read it, since the
+    activation flattens. Reading it back after the pass cost three times the pass (loads behind
+    its indirect stores).
+
+    Node row k = (value slot, first link, end link), rows in an order where each node follows
+    the nodes it reads; links[j] is the value slot a link reads. net_rows[net] = (slot of each
+    output..., first node row, end node row). values[:len(inputs)] hold the inputs.
+    """
+    for i in range(inputs.shape[0]):  # a loop: numba's slice copy cost more than the pass
+        values[i] = inputs[i]
+    slot, z_out = net_rows[net, o], np.nan
+    for k in range(net_rows[net, -2], net_rows[net, -1]):
+        total = 0.0
+        for j in range(nodes[k, 1], nodes[k, 2]):
+            total += values[links[j]] * link_weight[j]
+        z = node_bias[k] + node_response[k] * total
+        if nodes[k, 0] == slot:
+            z_out = z
+        values[nodes[k, 0]] = activate(node_kind[k], z)
+    return z_out
+
+
+@njit(cache=True, nogil=True, inline="always")
 def forward(
     net,
     nodes,
@@ -93,44 +121,13 @@ def forward(
     inputs,
     out,
 ):
-    """Evaluates network `net` of a packed batch (agents.neat_network.Packed) on `inputs`.
-
-    Node row k = (value slot, first link, end link), rows in an order where each node follows
-    the nodes it reads; links[j] is the value slot a link reads. net_rows[net] = (slot of each
-    output..., first node row, end node row). values[:len(inputs)] hold the inputs.
-    """
-    for i in range(inputs.shape[0]):  # a loop: numba's slice copy cost more than the pass
-        values[i] = inputs[i]
-    first, end = net_rows[net, -2], net_rows[net, -1]
-    for k in range(first, end):
-        total = 0.0
-        for j in range(nodes[k, 1], nodes[k, 2]):
-            total += values[links[j]] * link_weight[j]
-        values[nodes[k, 0]] = activate(node_kind[k], node_bias[k] + node_response[k] * total)
+    """The network's outputs (activations) of `inputs` in `out` (see forward_logit)."""
+    forward_logit(
+        net, nodes, node_bias, node_response, node_kind, links, link_weight, net_rows, values,
+        inputs, 0,
+    )  # fmt: skip
     for o in range(out.shape[0]):
         out[o] = values[net_rows[net, o]]
-
-
-@njit(cache=True, nogil=True, inline="always")
-def forward_logit(
-    net, nodes, node_bias, node_response, node_kind, links, link_weight, net_rows, values, inputs, o
-):
-    """`forward` that returns output o before its activation (the ONNX graph's `logits`, up to
-    neat's positive scale), taken in the same pass: decodings that rank moves by one value read
-    it, since the activation flattens. Reading it back after `forward` cost three times the pass
-    (loads behind the pass's indirect stores)."""
-    for i in range(inputs.shape[0]):  # a loop: numba's slice copy cost more than the pass
-        values[i] = inputs[i]
-    slot, z_out = net_rows[net, o], np.nan
-    for k in range(net_rows[net, -2], net_rows[net, -1]):
-        total = 0.0
-        for j in range(nodes[k, 1], nodes[k, 2]):
-            total += values[links[j]] * link_weight[j]
-        z = node_bias[k] + node_response[k] * total
-        if nodes[k, 0] == slot:
-            z_out = z
-        values[nodes[k, 0]] = activate(node_kind[k], z)
-    return z_out
 
 
 @njit(cache=True, inline="always")
