@@ -26,10 +26,10 @@ Four decodings of the outputs into an action:
   (one-ply lookahead, as value-function players of board games do). The board encoding is the
   study's, so a network learns an evaluation of whole positions instead of a move rule.
 
-Scored and afterstate rank moves by the output node before its activation (`logit`; the ONNX
-graph's `logits`): sigmoid(5z) reaches 1.0 at 5z ≈ 17 in onnxruntime's float32 and at ≈ 37 in
-numba's float64, so ranking activations split ties differently in training and in play (a
-scored champion's `neat:` agent played 19% of its trained moves otherwise, session 35).
+Scored and afterstate rank moves by the output node before its activation (`forward_logit`;
+the ONNX graph's `logits`): sigmoid(5z) reaches 1.0 at 5z ≈ 17 in onnxruntime's float32 and at
+≈ 37 in numba's float64, so ranking activations split ties differently in training and in play
+(a scored champion's `neat:` agent played 19% of its trained moves otherwise, session 35).
 """
 
 from __future__ import annotations
@@ -57,26 +57,38 @@ def num_outputs(decoding: str, num_tiles: int, max_count: int) -> int:
 
 
 @njit(cache=True, inline="always")
-def activate(kind, z):
-    """neat-python's activations exactly: sigmoid(5z) and tanh(2.5z), clamped as neat clamps
-    (with comparisons: numba's builtin min / max made a network's forward pass 4x slower)."""
-    if kind == SIGMOID:
-        x = 5.0 * z
+def _of_scaled(kind, x):
+    """Activation `kind` of x, a pre-activation already scaled as neat-python scales it (5z for
+    sigmoid, 2.5z for tanh), clamped as neat clamps, by comparisons: numba's builtin min / max
+    made a network's forward pass 4x slower."""
+    if kind == SIGMOID or kind == TANH:
         if x > 60.0:
             x = 60.0
         elif x < -60.0:
             x = -60.0
-        return 1.0 / (1.0 + np.exp(-x))
-    if kind == TANH:
-        x = 2.5 * z
-        if x > 60.0:
-            x = 60.0
-        elif x < -60.0:
-            x = -60.0
-        return np.tanh(x)
+        return 1.0 / (1.0 + np.exp(-x)) if kind == SIGMOID else np.tanh(x)
     if kind == RELU:
-        return z if z > 0.0 else 0.0
-    return z
+        return x if x > 0.0 else 0.0
+    return x
+
+
+@njit(cache=True, inline="always")
+def activate(kind, z):
+    """neat-python's activations exactly: sigmoid(5z) and tanh(2.5z), clamped as neat clamps."""
+    if kind == SIGMOID:
+        return _of_scaled(kind, 5.0 * z)
+    if kind == TANH:
+        return _of_scaled(kind, 2.5 * z)
+    return _of_scaled(kind, z)
+
+
+@njit(cache=True)
+def activate_scaled(kinds, scaled, out):
+    """out[r, o] = activation kinds[o] of scaled[r, o] (the ONNX graph's `logits`, scaled as neat
+    scales): the agent's outputs in float64, as the fitness games compute them."""
+    for r in range(scaled.shape[0]):
+        for o in range(scaled.shape[1]):
+            out[r, o] = _of_scaled(kinds[o], scaled[r, o])
 
 
 @njit(cache=True, nogil=True, inline="always")

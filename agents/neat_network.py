@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.neat_codec import ACTIVATIONS
+from agents.neat_codec import ACTIVATIONS, activate_scaled
 
 GENOME_FORMAT = "gridbots-neat-genome/1"
 
@@ -197,21 +197,12 @@ OUTPUT_ACTIVATIONS = "gridbots.output_activations"
 
 
 def activations_from_logits(logits: np.ndarray, kinds: list[str]) -> np.ndarray:
-    """The outputs in float64 from the graph's float32 `logits` (already scaled as neat scales),
-    clamped as neat-python clamps: onnxruntime's float32 sigmoid reaches 1.0 at a fifth of the
-    input where numba's float64 one does, which moved guided tiles and tied masked scores."""
-    z = np.asarray(logits, dtype=np.float64)
+    """The outputs in float64 from the graph's float32 `logits`, as `forward` computes them
+    (agents.neat_codec.activate_scaled): onnxruntime's float32 sigmoid reaches 1.0 at a fifth of
+    the input where numba's float64 one does, which moved guided tiles and tied masked scores."""
+    z = np.atleast_2d(np.asarray(logits, dtype=np.float64))
     out = np.empty_like(z)
-    for o, kind in enumerate(kinds):
-        column = np.clip(z[..., o], -60.0, 60.0)
-        if kind == "sigmoid":
-            out[..., o] = 1.0 / (1.0 + np.exp(-column))
-        elif kind == "tanh":
-            out[..., o] = np.tanh(column)
-        elif kind == "relu":
-            out[..., o] = np.maximum(z[..., o], 0.0)
-        else:
-            out[..., o] = z[..., o]
+    activate_scaled(np.array([ACTIVATIONS[k] for k in kinds], dtype=np.int64), z, out)
     return out
 
 

@@ -255,17 +255,20 @@ class Trainer:
         red_starts = np.stack([opened(spar, base + k, opening) for k in range(rounds)])
         index = np.repeat(np.arange(networks), rounds)
         seat = np.tile(np.arange(rounds) % 2, networks)
+
+        def seated(network_seat: np.ndarray, partner: int) -> np.ndarray:
+            seats = np.full((len(index), 2), partner, dtype=np.int64)
+            seats[np.arange(len(index)), network_seat] = index
+            return seats
+
         if self.params["sparring_seats"] == "both":
-            fixed_seats = np.full((len(index), 2), SCRIPTED_SEAT, dtype=np.int64)
-            fixed_seats[np.arange(len(index)), seat] = index
-            fixed_seat = seat
-        else:
-            fixed_seats = np.stack([index, np.full(len(index), -1)], axis=1)
-            fixed_seat = np.zeros_like(seat)
-        first = Batch(red_starts[np.tile(np.arange(rounds), networks)], fixed_seats)
-        seats = np.full((len(index), 2), RANDOM_SEAT, dtype=np.int64)
-        seats[np.arange(len(index)), seat] = index
-        second = Batch(np.tile(self.start, (len(index), 1)), seats, random_seed=base)
+            fixed_seat, partner = seat, SCRIPTED_SEAT
+        else:  # the preset's red moves inside the kernel; its seat never moves
+            fixed_seat, partner = np.zeros_like(seat), -1
+        first = Batch(red_starts[np.tile(np.arange(rounds), networks)], seated(fixed_seat, partner))
+        second = Batch(
+            np.tile(self.start, (len(index), 1)), seated(seat, RANDOM_SEAT), random_seed=base
+        )
         return [
             (spar, self.sparring.play(packed, first), index, fixed_seat),
             (self.game, self.evaluator.play(packed, second), index, seat),
