@@ -23,6 +23,7 @@ from agents.base import Agent, AgentError, builder
 from agents.neat_codec import (
     DECODINGS,
     MOVE_FEATURES,
+    SCORED_INPUTS,
     afterstate_inputs,
     decode,
     encode,
@@ -92,15 +93,20 @@ class NeatAgent(Agent):
         shape = self.session.get_inputs()[0].shape
         self.input_name = self.session.get_inputs()[0].name
         outputs = self.session.get_outputs()[0].shape[-1]
-        if self.decoding is None:  # a bare genome: its output count says how it decodes
-            known = {(num_inputs(d, n), num_outputs(d, n, self.max_count)): d for d in DECODINGS}
+        readable = {d: [num_inputs(d, n)] for d in DECODINGS} | {"scored": list(SCORED_INPUTS)}
+        if self.decoding is None:  # a bare genome: its shape says how it decodes
+            known = {
+                (k, num_outputs(d, n, self.max_count)): d for d in DECODINGS for k in readable[d]
+            }
             self.decoding = known.get((shape[-1], outputs), "guided")
-        wanted = (num_inputs(self.decoding, n), num_outputs(self.decoding, n, self.max_count))
-        if (shape[-1], outputs) != wanted:
+        reads, writes = readable[self.decoding], num_outputs(self.decoding, n, self.max_count)
+        if shape[-1] not in reads or outputs != writes:
             raise AgentError(
                 f"neat: the network reads {shape[-1]} values and writes {outputs}; "
-                f"{game.spec()} with {self.decoding} decoding needs {wanted[0]} and {wanted[1]}"
+                f"{game.spec()} with {self.decoding} decoding needs "
+                f"{' or '.join(map(str, reads))} and {writes}"
             )
+        self.num_inputs = int(shape[-1])
         self.inputs = np.zeros(n, dtype=np.float64)
         self.guided_moves = 0
         if self.decoding == "afterstate":
@@ -128,7 +134,8 @@ class NeatAgent(Agent):
                 self.max_count,
                 feats,
             )
-            (scores,) = self.session.run(["logits"], {self.input_name: feats.astype(np.float32)})
+            rows = feats[:, : self.num_inputs].astype(np.float32)  # an older export reads fewer
+            (scores,) = self.session.run(["logits"], {self.input_name: rows})
             return int(legal[int(np.argmax(scores[:, 0]))])
         if self.decoding == "afterstate":  # every position a legal move leads to, one batch
             rows = np.zeros((len(legal), len(self.neighbours)), dtype=np.float64)

@@ -18,9 +18,11 @@ Four decodings of the outputs into an action:
   1 production score; a move scores source + target + troops (production: source + target of its
   tile + production) and the best legal move is played (argmax under the legal mask).
 * scored (gridbots' own, not the study's): the network reads `MOVE_FEATURES` numbers describing
-  one legal move (what it sends where, what it meets, the balance of the board) and writes one
-  score; every legal move is scored (one batch) and the best is played. Weights are shared
-  across tiles, so evolution searches a dozen inputs instead of thousands of links.
+  one legal move (what it sends where, what it meets, the balance of the board, the tiles it
+  wins and loses) and writes one score; every legal move is scored (one batch) and the best is
+  played. Weights are shared across tiles, so evolution searches a dozen inputs instead of
+  thousands of links. Features are only ever appended: a network reads the first
+  `num_inputs` of them (`SCORED_INPUTS`: the 12 of sessions up to 35, or all 14).
 * afterstate (gridbots' own): the network reads the study's board inputs of the position each
   legal move leads to and writes one value; the move to the best-valued position is played
   (one-ply lookahead, as value-function players of board games do). The board encoding is the
@@ -41,13 +43,16 @@ from engine.specialise import apply_action, generic
 
 GUIDED, MASKED, SCORED, AFTERSTATE = 0, 1, 2, 3
 DECODINGS = {"guided": GUIDED, "masked": MASKED, "scored": SCORED, "afterstate": AFTERSTATE}
-MOVE_FEATURES = 12
+MOVE_FEATURES = 14
+#: how many leading move features a scored network may read (older exports read fewer)
+SCORED_INPUTS = (12, MOVE_FEATURES)
 SIGMOID, TANH, RELU, IDENTITY = 0, 1, 2, 3
 #: neat-python's activation functions (neat/activations.py), by the names genomes carry
 ACTIVATIONS = {"sigmoid": SIGMOID, "tanh": TANH, "relu": RELU, "identity": IDENTITY}
 
 
 def num_inputs(decoding: str, num_tiles: int) -> int:
+    """What a network trained now with `decoding` reads (scored: all the move features)."""
     return MOVE_FEATURES if decoding == "scored" else num_tiles
 
 
@@ -246,7 +251,11 @@ def move_features(obs, n, legal, count, neighbours, ids, max_count, feats):
     """feats[i] describes legal[i] for the player whose observation planes `obs` are:
     production?, source troops, troops sent, troops left behind, own troops at the target, enemy
     troops at the target, target is nature?, the attack wins?, own tiles, enemy tiles, share of
-    the round limit played, enemy tiles around the target (troops as / 20, tiles as / n)."""
+    the round limit played, enemy tiles around the target (troops as / 20, tiles as / n), own
+    tiles the move gains (-1, 0 or 1), enemy tiles it removes (0 or 1).
+
+    Troops are rounded back to counts: the agent's observation is float32, where k / 20 * 20 is
+    not k, and the fitness games' float64, where it is; both must see the same moves."""
     own_tiles, enemy_tiles = 0.0, 0.0
     for t in range(n):
         own_tiles += 1.0 if obs[t] > 0 else 0.0
@@ -254,13 +263,13 @@ def move_features(obs, n, legal, count, neighbours, ids, max_count, feats):
     for i in range(count):
         tile, target, sent = _move_parts(legal[i], ids, max_count, neighbours)
         produce = legal[i] % ids == 0
-        source = obs[tile] * max_count
+        source = np.rint(obs[tile] * max_count)
         feats[i, 0] = 1.0 if produce else 0.0
         feats[i, 1] = source / max_count
         feats[i, 2] = 0.0 if produce else sent / max_count
         feats[i, 3] = (source + 1.0 if produce else source - sent) / max_count
-        feats[i, 4] = 0.0 if produce else obs[target]
-        enemy = 0.0 if produce else obs[n + target] * max_count
+        feats[i, 4] = 0.0 if produce else np.rint(obs[target] * max_count) / max_count
+        enemy = 0.0 if produce else np.rint(obs[n + target] * max_count)
         feats[i, 5] = enemy / max_count
         feats[i, 6] = 1.0 if not produce and obs[target] == 0 and enemy == 0 else 0.0
         feats[i, 7] = 1.0 if enemy > 0 and sent > enemy else 0.0
@@ -273,3 +282,16 @@ def move_features(obs, n, legal, count, neighbours, ids, max_count, feats):
             if j >= 0 and obs[n + j] > 0:
                 around += 1.0
         feats[i, 11] = around / neighbours.shape[1]
+        # the tile counts the move changes (the fitness functions count tiles; study §2.2's
+        # rules): nature or a beaten enemy tile is won, an emptied origin or an even fight
+        # leaves the origin to nature, an enemy tile met by as many troops or more is removed
+        gained, removed = 0.0, 0.0
+        if not produce:
+            if feats[i, 4] == 0.0 and (enemy == 0.0 or sent > enemy):
+                gained = 1.0
+            if enemy > 0.0 and sent >= enemy:
+                removed = 1.0
+            if sent == source or (enemy > 0.0 and sent == enemy):
+                gained -= 1.0
+        feats[i, 12] = gained
+        feats[i, 13] = removed

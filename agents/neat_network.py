@@ -135,6 +135,7 @@ class Packed:
     weight: np.ndarray
     net_rows: np.ndarray  # (nets, outputs + 2): output slots, first row, end row
     width: int  # value slots the widest network needs
+    num_inputs: int  # values every network reads (the first slots)
 
     def arrays(self) -> tuple:
         return (
@@ -151,7 +152,9 @@ class Packed:
 def pack(networks: Sequence[Network]) -> Packed:
     rows: list[tuple[int, int, int]] = []
     bias, response, kind, links, weight = [], [], [], [], []
-    n_out = networks[0].num_outputs
+    n_out, n_in = networks[0].num_outputs, networks[0].num_inputs
+    if any(net.num_inputs != n_in or net.num_outputs != n_out for net in networks):
+        raise ValueError("pack: the networks of one batch read and write the same number of values")
     net_rows = np.zeros((len(networks), n_out + 2), dtype=np.int64)
     width = 0
     for i, net in enumerate(networks):
@@ -178,6 +181,7 @@ def pack(networks: Sequence[Network]) -> Packed:
         np.array(weight, dtype=np.float64),
         net_rows,
         width,
+        n_in,
     )
 
 

@@ -121,6 +121,7 @@ def play_networks(
     weight,
     net_rows,
     width,
+    num_inputs,
     num_outputs,
     obs_size,
     neighbours,
@@ -188,7 +189,7 @@ def play_networks(
                 for i in range(count):
                     value = forward_logit(
                         net, nodes, bias, response, kind, links, weight, net_rows, values,
-                        candidates[i], 0,
+                        candidates[i, :num_inputs], 0,
                     )  # fmt: skip
                     if value > top:
                         action, top = legal[i], value
@@ -296,6 +297,7 @@ class Evaluator:
             self.mode,
             *packed.arrays(),
             packed.width,
+            packed.num_inputs,
             n_out,
             obs_size,
             layout["neighbours"],

@@ -3,6 +3,7 @@ fitness figures, seeded and resumable training, and the `neat:` agent."""
 
 from __future__ import annotations
 
+import collections
 import json
 import random
 
@@ -328,9 +329,86 @@ def test_move_features_by_hand():
     feats = np.zeros((2, MOVE_FEATURES))
     obs = state.observation_tensor(0).astype(np.float64).ravel()
     move_features(obs, 36, legal, 2, layout["neighbours"], IDS, MAX_TROOPS, feats)
-    expected = [0, 5 / 20, 4 / 20, 1 / 20, 0, 3 / 20, 0, 1, 1 / 36, 2 / 36, 0, 0]
+    expected = [0, 5 / 20, 4 / 20, 1 / 20, 0, 3 / 20, 0, 1, 1 / 36, 2 / 36, 0, 0, 1, 1]
     assert feats[0].tolist() == pytest.approx(expected)
-    assert feats[1, [0, 1, 2, 3, 7]].tolist() == pytest.approx([1, 5 / 20, 0, 6 / 20, 0])
+    assert feats[1, [0, 1, 2, 3, 7, 12, 13]].tolist() == pytest.approx(
+        [1, 5 / 20, 0, 6 / 20, 0, 0, 0]
+    )
+
+
+def _send(tile: int, direction: int, troops: int) -> int:
+    return tile * IDS + 1 + direction * MAX_TROOPS + troops - 1
+
+
+@pytest.mark.parametrize(
+    ("board", "action", "gained", "removed", "case"),
+    [
+        ({0: 5}, 0, 0, 0, "production"),
+        ({0: 5}, _send(0, 0, 1), 1, 0, "nature taken, a troop left"),
+        ({0: 5}, _send(0, 0, 5), 0, 0, "nature taken by every troop: the origin abandoned"),
+        ({0: 5, 1: 2}, _send(0, 0, 3), 0, 0, "transport"),
+        ({0: 5, 1: 2}, _send(0, 0, 5), -1, 0, "transport of every troop: the origin emptied"),
+        ({0: 5, 1: -3}, _send(0, 0, 4), 1, 1, "attack wins"),
+        ({0: 5, 1: -3}, _send(0, 0, 5), 0, 1, "attack wins with every troop"),
+        ({0: 5, 1: -3}, _send(0, 0, 3), -1, 1, "even fight: both tiles to nature"),
+        ({0: 5, 1: -3}, _send(0, 0, 2), 0, 0, "attack fails"),
+        ({0: 2, 1: -3}, _send(0, 0, 2), -1, 0, "attack fails with every troop"),
+    ],
+)
+def test_move_features_count_the_tiles_a_move_wins_and_removes(
+    board, action, gained, removed, case
+):
+    """Study §2.2's attack rules worked by hand (feature 12: own tiles gained, 13: enemy tiles
+    removed), then checked against the rules themselves: the move applied."""
+    from agents.neat_codec import MOVE_FEATURES, move_features
+
+    state = _state({**board, 35: -1})
+    assert action in state.legal_actions(), case
+    layout = state.game.tile_moves()
+    feats = np.zeros((1, MOVE_FEATURES))
+    obs = state.observation_tensor(0).astype(np.float64).ravel()
+    move_features(obs, 36, np.array([action]), 1, layout["neighbours"], IDS, MAX_TROOPS, feats)
+    assert feats[0, 12:].tolist() == [gained, removed], case
+    before = state.array[HEADER:].copy()
+    state.apply_action(action)
+    after = state.array[HEADER:]
+    assert (after > 0).sum() - (before > 0).sum() == gained, case
+    assert (before < 0).sum() - (after < 0).sum() == removed, case
+
+
+def test_tile_features_match_the_rules_on_every_legal_move_of_random_games():
+    """Every legal move of 80 random duel positions: features 12 and 13 equal the change in tile
+    counts the move makes, for blue and for red (the float32 observation the agent reads)."""
+    from agents.neat_codec import MOVE_FEATURES, move_features
+
+    game = load_game("territory")
+    layout = game.tile_moves()
+    rng = np.random.default_rng(7)
+    seen = collections.Counter()
+    for start in range(80):
+        state = game.new_initial_state(seed=start)
+        for _ in range(int(rng.integers(20, 120))):
+            if state.is_terminal():
+                break
+            legal = state.legal_actions()
+            state.apply_action(int(legal[rng.integers(len(legal))]))
+        if state.is_terminal():
+            continue
+        player = state.current_player()
+        legal = np.array(state.legal_actions(), dtype=np.int64)
+        obs = state.observation_tensor(player).astype(np.float64).ravel()
+        feats = np.zeros((len(legal), MOVE_FEATURES))
+        move_features(obs, 36, legal, len(legal), layout["neighbours"], IDS, MAX_TROOPS, feats)
+        sign = 1 if player == 0 else -1
+        before = state.array[HEADER:] * sign
+        for i, action in enumerate(legal):
+            child = state.clone()
+            child.apply_action(int(action))
+            after = child.array[HEADER:] * sign
+            assert feats[i, 12] == (after > 0).sum() - (before > 0).sum()
+            assert feats[i, 13] == (before < 0).sum() - (after < 0).sum()
+            seen[feats[i, 12], feats[i, 13]] += 1
+    assert set(seen) == {(-1, 0), (0, 0), (1, 0), (-1, 1), (0, 1), (1, 1)}, seen
 
 
 def test_neat_agent_refuses_bad_files_with_one_line(tmp_path):
@@ -472,6 +550,40 @@ def test_scored_moves_rank_by_logit_in_training_and_in_play_where_the_sigmoid_sa
     batch = Batch(state.array[None, :].copy(), np.array([[0, -1]], dtype=np.int64))
     evaluator.play(pack([network(genome)]), batch, trace_game=0)
     assert evaluator.last_trace[0] == best
+
+
+def test_scored_networks_of_both_feature_counts_play_the_same_moves_in_training_and_in_play(
+    tmp_path,
+):
+    """A network of today's 14 move features scoring tiles gained (feature 12) minus troops sent
+    claims nature with one troop; one of the 12 features exported up to session 35 reads the
+    first 12 only and, scoring troops sent, sends everything. The agent and the fitness games
+    agree on both; a network of 13 inputs fits neither and is refused in one line."""
+    from agents.base import AgentError
+    from models.neat_eval import Batch, Evaluator
+
+    state = _state({0: 6, 35: -1})
+    evaluator = Evaluator(state.game, "scored", workers=1)
+    batch = Batch(state.array[None, :].copy(), np.array([[0, -1]], dtype=np.int64))
+    claim = _scored_genome([_node(0, 0.0, "identity")], [(-13, 0, 1.0), (-3, 0, -0.5)])
+    claim["num_inputs"] = 14
+    sender = _scored_genome([_node(0, 0.0, "identity")], [(-3, 0, 1.0)])
+    for genome, troops in ((claim, 1), (sender, 6)):
+        # (0,0) with 6 troops: E x1 keeps the origin and takes a tile; x6 would abandon it
+        evaluator.play(pack([network(genome)]), batch, trace_game=0)
+        path = tmp_path / f"scored{genome['num_inputs']}.onnx"
+        path.write_bytes(to_onnx(network(genome), {"gridbots.kind": "neat"}))
+        agent = make(f"neat:genome={path}", state.game)
+        assert agent.decoding == "scored"
+        played = {evaluator.last_trace[0], agent.step(state)}
+        assert len(played) == 1
+        sent = (played.pop() % IDS - 1) % MAX_TROOPS + 1
+        assert sent == troops
+    odd = {**sender, "num_inputs": 13}
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(odd))
+    with pytest.raises(AgentError, match="needs 12 or 14"):
+        make(f"neat:genome={path},decoding=scored", state.game)
 
 
 def test_a_case_keeps_the_seed_whose_champion_won_its_playoff_not_the_highest_fitness():
