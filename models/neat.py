@@ -398,6 +398,12 @@ def population_from_json(data: dict[str, Any], config):
 
     if data.get("format") != POPULATION_FORMAT:
         raise NeatError(f"not a {POPULATION_FORMAT} checkpoint")
+    wanted = config.genome_config.num_inputs
+    if any(int(g.get("num_inputs", wanted)) != wanted for g in data["genomes"]):
+        raise NeatError(  # e.g. scored genomes of an older feature count (agents.neat_codec)
+            f"the checkpoint's networks read another number of inputs than {wanted}; "
+            "remove it to start afresh"
+        )
     genomes = {g["key"]: genome_from_json(g, config) for g in data["genomes"]}
     species_set = DefaultSpeciesSet(config.species_set_config, neat.reporting.ReporterSet())
     for s in data["species"]:

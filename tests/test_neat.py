@@ -217,6 +217,12 @@ def test_training_is_seeded_independent_of_threads_and_resumes_exactly(tmp_path)
     assert Trainer("against-red", {**TINY, "generations": 4}, tmp_path / "c").generation == 4
     with pytest.raises(NeatError, match="another run"):
         Trainer("against-red", {**TINY, "generations": 4, "seed": 9}, tmp_path / "c")
+    # networks of another input count (a scored run of an older feature count) are refused
+    for genome in saved["populations"]["blue"]["genomes"]:
+        genome["num_inputs"] = 35
+    (tmp_path / "c" / "population.json").write_text(json.dumps(saved))
+    with pytest.raises(NeatError, match="another number of inputs than 36"):
+        Trainer("against-red", {**TINY, "generations": 4}, tmp_path / "c")
 
 
 @pytest.mark.parametrize("decoding", ["guided", "scored", "afterstate"])
