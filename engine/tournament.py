@@ -34,13 +34,15 @@ SIDES = ("a", "b")
 
 # ---- statistics -------------------------------------------------------------------------------
 def wilson_interval(score: float, games: int, z: float = Z95) -> tuple[float, float]:
-    """95% Wilson score interval of a proportion (a draw counts as half a win)."""
+    """95% Wilson score interval of a proportion (a draw counts as half a win). It always holds
+    the score; rounding can put a bound a few ulps past it (1 - 1e-16 for 10 wins in 10), so the
+    bounds are clamped to it (a chart's error bar would otherwise be negative)."""
     if games <= 0:
         return 0.0, 1.0
     z2n = z * z / games
     centre = (score + z2n / 2) / (1 + z2n)
     half = z / (1 + z2n) * math.sqrt(score * (1 - score) / games + z2n / (4 * games))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    return min(score, max(0.0, centre - half)), max(score, min(1.0, centre + half))
 
 
 def elo(score: float) -> float:

@@ -40,6 +40,23 @@ def test_score_and_wilson_interval_by_hand():
     assert high == pytest.approx(1.0) and low == pytest.approx(0.51010, abs=2e-4)
 
 
+def test_the_interval_holds_the_score_where_rounding_would_step_past_it(tmp_path):
+    """10 wins in 10 computed 1 - 1.1e-16 as the upper bound, below the score, and the
+    tournament chart's error bar came out negative: matplotlib refused it and a full-profile
+    evaluate stage failed after all its games. Every score of up to 300 games is inside."""
+    from flows.tournament_output import plot_scores
+
+    assert wilson_interval(1.0, 10)[1] == 1.0 and wilson_interval(0.0, 100)[0] == 0.0
+    for games in range(1, 301):
+        for half_points in range(2 * games + 1):
+            score = half_points / (2 * games)
+            low, high = wilson_interval(score, games)
+            assert 0.0 <= low <= score <= high <= 1.0, (score, games)
+    perfect = {"pairing": "a vs b", **score_summary(10, 0, 0)}
+    plot_scores([perfect, {"pairing": "c vs d", **score_summary(0, 0, 100)}], tmp_path / "s.png")
+    assert (tmp_path / "s.png").stat().st_size > 0
+
+
 def test_elo_from_score():
     assert elo(0.75) == pytest.approx(400 * math.log10(3)) and elo(0.75) == pytest.approx(
         190.85, 0.01
