@@ -22,7 +22,8 @@ Four decodings of the outputs into an action:
   wins and loses) and writes one score; every legal move is scored (one batch) and the best is
   played. Weights are shared across tiles, so evolution searches a dozen inputs instead of
   thousands of links. Features are only ever appended: a network reads the first
-  `num_inputs` of them (`SCORED_INPUTS`: the 12 of sessions up to 35, or all 14).
+  `num_inputs` of them (`SCORED_INPUTS`: the 12 of exports made before the two tile features,
+  or all 14).
 * afterstate (gridbots' own): the network reads the study's board inputs of the position each
   legal move leads to and writes one value; the move to the best-valued position is played
   (one-ply lookahead, as value-function players of board games do). The board encoding is the

@@ -562,8 +562,8 @@ def test_scored_networks_of_both_feature_counts_play_the_same_moves_in_training_
     tmp_path,
 ):
     """A network of today's 14 move features scoring tiles gained (feature 12) minus troops sent
-    claims nature with one troop; one of the 12 features exported up to session 35 reads the
-    first 12 only and, scoring troops sent, sends everything. The agent and the fitness games
+    claims nature with one troop; one of the 12 features of earlier exports reads the first
+    12 only and, scoring troops sent, sends everything. The agent and the fitness games
     agree on both; a network of 13 inputs fits neither and is refused in one line."""
     from agents.base import AgentError
     from models.neat_eval import Batch, Evaluator
