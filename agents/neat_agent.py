@@ -23,13 +23,12 @@ from agents.base import Agent, AgentError, builder
 from agents.neat_codec import (
     DECODINGS,
     MOVE_FEATURES,
-    SCORED_INPUTS,
     afterstate_inputs,
     decode,
     encode,
     move_features,
-    num_inputs,
     num_outputs,
+    readable_inputs,
 )
 from agents.neat_network import (
     OUTPUT_ACTIVATIONS,
@@ -93,13 +92,15 @@ class NeatAgent(Agent):
         shape = self.session.get_inputs()[0].shape
         self.input_name = self.session.get_inputs()[0].name
         outputs = self.session.get_outputs()[0].shape[-1]
-        readable = {d: [num_inputs(d, n)] for d in DECODINGS} | {"scored": list(SCORED_INPUTS)}
         if self.decoding is None:  # a bare genome: its shape says how it decodes
             known = {
-                (k, num_outputs(d, n, self.max_count)): d for d in DECODINGS for k in readable[d]
+                (k, num_outputs(d, n, self.max_count)): d
+                for d in DECODINGS
+                for k in readable_inputs(d, n)
             }
             self.decoding = known.get((shape[-1], outputs), "guided")
-        reads, writes = readable[self.decoding], num_outputs(self.decoding, n, self.max_count)
+        reads = readable_inputs(self.decoding, n)
+        writes = num_outputs(self.decoding, n, self.max_count)
         if shape[-1] not in reads or outputs != writes:
             raise AgentError(
                 f"neat: the network reads {shape[-1]} values and writes {outputs}; "

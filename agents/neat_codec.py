@@ -57,6 +57,11 @@ def num_inputs(decoding: str, num_tiles: int) -> int:
     return MOVE_FEATURES if decoding == "scored" else num_tiles
 
 
+def readable_inputs(decoding: str, num_tiles: int) -> tuple[int, ...]:
+    """Every input count a network of `decoding` may have (older scored exports read fewer)."""
+    return SCORED_INPUTS if decoding == "scored" else (num_tiles,)
+
+
 def num_outputs(decoding: str, num_tiles: int, max_count: int) -> int:
     wide = 2 * num_tiles + max_count + 1
     return {"guided": 4, "masked": wide, "scored": 1, "afterstate": 1}[decoding]
@@ -269,7 +274,8 @@ def move_features(obs, n, legal, count, neighbours, ids, max_count, feats):
         feats[i, 1] = source / max_count
         feats[i, 2] = 0.0 if produce else sent / max_count
         feats[i, 3] = (source + 1.0 if produce else source - sent) / max_count
-        feats[i, 4] = 0.0 if produce else np.rint(obs[target] * max_count) / max_count
+        own_there = 0.0 if produce else np.rint(obs[target] * max_count)
+        feats[i, 4] = own_there / max_count
         enemy = 0.0 if produce else np.rint(obs[n + target] * max_count)
         feats[i, 5] = enemy / max_count
         feats[i, 6] = 1.0 if not produce and obs[target] == 0 and enemy == 0 else 0.0
@@ -288,7 +294,7 @@ def move_features(obs, n, legal, count, neighbours, ids, max_count, feats):
         # leaves the origin to nature, an enemy tile met by as many troops or more is removed
         gained, removed = 0.0, 0.0
         if not produce:
-            if feats[i, 4] == 0.0 and (enemy == 0.0 or sent > enemy):
+            if own_there == 0.0 and (enemy == 0.0 or sent > enemy):
                 gained = 1.0
             if enemy > 0.0 and sent >= enemy:
                 removed = 1.0

@@ -585,6 +585,8 @@ def test_scored_networks_of_both_feature_counts_play_the_same_moves_in_training_
         assert len(played) == 1
         sent = (played.pop() % IDS - 1) % MAX_TROOPS + 1
         assert sent == troops
+    with pytest.raises(ValueError, match="same number of values"):  # one batch, one input count
+        pack([network(claim), network(sender)])
     odd = {**sender, "num_inputs": 13}
     path = tmp_path / "odd.json"
     path.write_text(json.dumps(odd))
