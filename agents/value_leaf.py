@@ -4,7 +4,8 @@ A search that hands its leaves to onnxruntime pays a Python round trip and a ses
 frontier node: on tactics, HPS's frontier nodes have about 3.5 children, and a leaf cost ~20 µs
 that way, a third of a scripted playout. The value-mlp family's graphs are small dense chains
 (an optional per-cell encoder, shared by every cell, then a mean over the cells or their codes
-side by side, then ReLU layers and a sigmoid), so the loop can compute them itself from the
+side by side, or the relational block over the occupied cells, then ReLU layers and a
+sigmoid), so the loop can compute them itself from the
 ONNX file's weights, the way chess engines evaluate their networks inside the search: no call
 leaves numba, and alpha-beta cut-offs skip leaves a batch would have evaluated.
 
@@ -14,8 +15,12 @@ metadata declares, and `leaf` only accepts the result once it matches onnxruntim
 of the game (`parity`); a file that does not fit runs on onnxruntime in batches as before.
 
 The packed float64 array the leaf reads: [observation length, planes C, cells N, cell code E
-(0: none), pooled (0/1), dense layers K, then each layer's (inputs, outputs)], then the
-encoder's C x E kernel and E biases, then each layer's kernel (row-major) and biases.
+(0: none), pooled (0/1), dense layers K, relational width H (0: none), neighbourhoods R, then
+each layer's (inputs, outputs)], then the encoder's C x E kernel and E biases, then (H > 0) the
+R x N x N neighbourhood constant and the relational layer's (1 + R) E x H kernel and H biases,
+then each layer's kernel (row-major) and biases. The relational block (value-mlp `relate`)
+touches only occupied cells, so the loop's cost grows with the pieces on the board squared,
+not with the board: the graph's matrix products over all N cells are mostly zeros.
 """
 
 from __future__ import annotations
@@ -25,12 +30,13 @@ from itertools import islice
 from pathlib import Path
 
 import numpy as np
+from numba import njit
 
 from agents.value_features import ValueEncoder, observation  # observation: a placeholder
 from engine.protocol import Game
 from engine.specialise import generic
 
-HEADER = 6
+HEADER = 8
 SPAN = 16  # floats the scan for set entries ORs together
 PARITY_TOLERANCE = 1e-4  # float32 onnxruntime against the loop's float64
 
@@ -62,8 +68,12 @@ def planes_mlp_value(s, player, weights):
                 if obs[i] != 0.0:
                     at_index[found] = i
                     found += 1
+    relate, kinds = int(weights[6]), int(weights[7])
     at = HEADER + 2 * layers
-    if code > 0:  # every cell's code; a cell with no set entry has the bias's code
+    if relate > 0:  # occupied cells' codes, what each sees of the others, pooled
+        h = np.zeros(code + relate)
+        at = _related(obs, at_index[:found], planes, cells, code, relate, kinds, weights, at, h)
+    elif code > 0:  # every cell's code; a cell with no set entry has the bias's code
         kernel, bias = at, at + planes * code
         at = bias + code
         z = np.empty((cells, code))
@@ -118,6 +128,57 @@ def planes_mlp_value(s, player, weights):
     return min(1.0, max(-1.0, 2.0 * p - 1.0))
 
 
+@njit(cache=True)
+def _related(obs, at_index, planes, cells, code, relate, kinds, weights, at, pooled):
+    """The relational block of `planes_mlp_value` into `pooled` [E + H] (the board means of the
+    occupied cells' codes and of their relational outputs); returns where the dense layers'
+    weights begin."""
+    kernel, bias = at, at + planes * code
+    near = bias + code  # the R x N x N neighbourhoods
+    rel_kernel = near + kinds * cells * cells
+    rel_bias = rel_kernel + (1 + kinds) * code * relate
+    occupied = np.empty(at_index.size, dtype=np.int64)
+    slot = np.full(cells, -1, dtype=np.int64)
+    count = 0
+    for k in range(at_index.size):
+        cell = at_index[k] % cells
+        if slot[cell] < 0:
+            slot[cell] = count
+            occupied[count] = cell
+            count += 1
+    z = np.empty((count, code))
+    for t in range(count):
+        for e in range(code):
+            z[t, e] = weights[bias + e]
+    for k in range(at_index.size):
+        c, cell = divmod(at_index[k], cells)
+        x, row, t = obs[at_index[k]], kernel + c * code, slot[cell]
+        for e in range(code):
+            z[t, e] += x * weights[row + e]
+    for t in range(count):
+        for e in range(code):
+            z[t, e] = max(z[t, e], 0.0)
+            pooled[e] += z[t, e]
+    seen = np.empty((1 + kinds) * code)
+    for t in range(count):
+        seen[:code] = z[t]
+        seen[code:] = 0.0
+        for r in range(kinds):
+            row = near + (r * cells + occupied[t]) * cells
+            for u in range(count):
+                if weights[row + occupied[u]] != 0.0:
+                    for e in range(code):
+                        seen[(1 + r) * code + e] += weights[row + occupied[u]] * z[u, e]
+        for i in range(relate):
+            total = weights[rel_bias + i]
+            for j in range(seen.size):
+                if seen[j] != 0.0:
+                    total += seen[j] * weights[rel_kernel + j * relate + i]
+            pooled[code + i] += max(total, 0.0)
+    pooled /= cells
+    return rel_bias + relate
+
+
 @generic
 def planes_mlp_values(states, player, weights, out):
     """out[i]: `planes_mlp_value` of states[i] for `player`, in one compiled loop (the parity
@@ -138,11 +199,14 @@ def read_chain(path: str | Path, game: Game) -> np.ndarray | None:
     if declared != ("value-mlp", "value-planes"):
         return None
     known = {"Reshape", "Transpose", "Shape", "Cast", "Gather", "Concat", "MatMul", "Add",
-             "Relu", "ReduceMean", "Sigmoid", "Identity", "Flatten"}  # fmt: skip
+             "Relu", "ReduceMean", "Sigmoid", "Identity", "Flatten", "Squeeze", "Unsqueeze",
+             "Abs", "GlobalMaxPool", "Greater", "Mul"}  # fmt: skip
     if any(node.op_type not in known for node in model.graph.node):
         return None
     tensors = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    kernels = [n for n in model.graph.node if n.op_type == "MatMul"]
+    products = [n for n in model.graph.node if n.op_type == "MatMul"]
+    near = [tensors[n.input[0]] for n in products if n.input[0] in tensors]  # relate's constant
+    kernels = [n for n in products if n.input[0] not in tensors]
     biases = [n for n in model.graph.node if n.op_type == "Add"]
     if len(kernels) != len(biases):
         return None
@@ -150,6 +214,7 @@ def read_chain(path: str | Path, game: Game) -> np.ndarray | None:
         mats = [tensors[n.input[1]].astype(np.float64) for n in kernels]
         adds = [tensors[n.input[1]].astype(np.float64).reshape(-1) for n in biases]
         code, layers = int(meta.get("gridbots.cell_encoder", 0)), int(meta["gridbots.layers"])
+        relate = int(meta.get("gridbots.relate", 0))
     except (KeyError, ValueError):
         return None
     planes, cells = game.observation_shape[0], int(np.prod(game.observation_shape[1:]))
@@ -158,6 +223,17 @@ def read_chain(path: str | Path, game: Game) -> np.ndarray | None:
     if encoder is not None and (encoder[0].shape != (planes, code) or encoder[1].size != code):
         return None
     width = code if pooled else cells * code if code else planes * cells
+    relational: list[np.ndarray] = []
+    if len(near) != (1 if relate else 0):
+        return None
+    if relate:
+        kinds = near[0].shape[0] // cells
+        kernel, bias = mats.pop(0), adds.pop(0)
+        if (near[0].shape != (kinds * cells, cells) or kernel.shape != ((1 + kinds) * code, relate)
+                or bias.size != relate):  # fmt: skip
+            return None
+        relational = [near[0].astype(np.float64).ravel(), kernel.ravel(), bias]
+        width = code + relate
     if len(mats) != layers + 1:
         return None
     sizes = []
@@ -168,10 +244,11 @@ def read_chain(path: str | Path, game: Game) -> np.ndarray | None:
         width = kernel.shape[1]
     if width != 1:
         return None
-    header = [planes * cells, planes, cells, code, float(pooled), len(mats), *sizes]
+    kinds = near[0].shape[0] // cells if relate else 0
+    header = [planes * cells, planes, cells, code, float(pooled), len(mats), relate, kinds, *sizes]
     parts = [np.asarray(header, dtype=np.float64)]
     if encoder is not None:
-        parts += [encoder[0].ravel(), encoder[1]]
+        parts += [encoder[0].ravel(), encoder[1], *relational]
     for kernel, bias in zip(mats, adds, strict=True):
         parts += [kernel.ravel(), bias]
     return np.concatenate(parts)

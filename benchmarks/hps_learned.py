@@ -11,7 +11,8 @@ hash-checked shards of a dataset whose generation was stopped, and says so in th
 
     .venv/bin/python benchmarks/hps_learned.py --data DIR [--partial] [--widths 64,256]
         [--ms 50] [--scenarios 100] [--workers 2] [--every N] [--cell-encoder E]
-        [--pool mean] [--playout-weight W] [--plies all] [--model M] --out reports/study-004
+        [--pool mean] [--relate H] [--playout-weight W] [--plies all] [--model M]
+        --out reports/study-004
 
 The study's "Master Bot" data is HPS_P playing itself on seeded line-ups:
 `gridbots generate tactics imitation --agents "hps:ms=10,eval=playout,hps:ms=10,eval=playout"
@@ -144,6 +145,12 @@ def main() -> None:
     parser.add_argument("--cell-encoder", type=int, default=8)
     parser.add_argument("--pool", choices=("none", "mean"), default="none")
     parser.add_argument(
+        "--relate",
+        type=int,
+        default=0,
+        help="with --pool mean: width of the relational block (value-mlp relate)",
+    )
+    parser.add_argument(
         "--playout-weight",
         type=float,
         default=0.0,
@@ -186,12 +193,14 @@ def main() -> None:
     for width in () if args.model else (int(w) for w in args.widths.split(",")):
         params = {"layers": args.layers, "width": width, "epochs": args.epochs,
                   "batch_size": 256, "cell_encoder": args.cell_encoder, "pool": args.pool,
+                  "relate": args.relate,
                   "holdout": 0.2, "seed": 0}  # fmt: skip
         result = value_mlp.train(arrays, {"encoding": "value-planes", "game": game.spec()},
                                  params, args.out / f"value-w{width}")  # fmt: skip
         models.append(result.artifact)
         report["networks"].append({
             "width": width, "cell_encoder": args.cell_encoder, "pool": args.pool,
+            "relate": args.relate,
             "playout_weight": args.playout_weight, "model": str(result.artifact),
             **{k: result.metrics[k] for k in ("held_out_accuracy", "majority_accuracy",
                                               "held_out_brier", "held_out_draw_share")},

@@ -39,6 +39,7 @@ DEFAULTS: dict[str, Any] = {
     "dropout": 0.0,  # after each hidden layer
     "cell_encoder": 0,  # value-planes: E > 0 puts one Dense(E) shared by every cell first
     "pool": "none",  # with cell_encoder: "mean" averages the cells' codes (order-free totals)
+    "relate": 0,  # with pool=mean: H > 0 adds what occupied cells see of each other (below)
     "holdout": 0.2,  # share of games held out
     "seed": 0,
 }
@@ -55,6 +56,45 @@ def labels(outcome: np.ndarray) -> np.ndarray:
     return ((1.0 + outcome) / 2.0).astype(np.float32)
 
 
+def relation_kernels(height: int, width: int) -> np.ndarray:
+    """[R, N, N] 0/1 neighbourhoods between the N = height x width cells: Manhattan distance
+    1, 2 and 3-5, and the same row or column (any distance): on grid games what a unit can
+    reach in one step, two, a move's range, and along a line of sight."""
+    row, col = np.divmod(np.arange(height * width), width)
+    distance = np.abs(row[:, None] - row[None]) + np.abs(col[:, None] - col[None])
+    line = (row[:, None] == row[None]) | (col[:, None] == col[None])
+    rings = [distance == 1, distance == 2, (distance >= 3) & (distance <= 5), line & (distance > 0)]
+    return np.stack(rings).astype(np.float32)
+
+
+def _relations(x: Any, params: dict[str, Any], planes: tuple, keras: Any) -> Any:
+    """The relational block: [B, N, C] cells → [B, E + H] pooled codes. Only occupied cells
+    (any feature set) take part: each gets a code z (the shared encoder), sums the codes of
+    the occupied cells in each neighbourhood of `relation_kernels`, and a shared Dense(H) reads
+    its own code beside those sums; the mean over the board of z and of that output feeds the
+    dense layers. A mean pool alone keeps totals per feature but not who stands near whom,
+    which is what decides a tactics fight (study 004's playouts play it out)."""
+    ops, layers = keras.ops, keras.layers
+    kernels = relation_kernels(*planes[1:])
+    count, cells = kernels.shape[0], kernels.shape[1]
+    stacked = kernels.reshape(count * cells, cells)
+    occupied = layers.Lambda(
+        lambda t: ops.expand_dims(ops.cast(ops.max(ops.abs(t), axis=-1) > 0, "float32"), -1)
+    )(x)
+    code = int(params["cell_encoder"])
+    z = layers.Multiply()([layers.Dense(code, activation="relu")(x), occupied])
+
+    def neighbourhood_sums(t: Any) -> Any:  # [B, N, E] → [B, N, R * E], neighbourhood-major
+        per_kind = ops.reshape(ops.matmul(stacked, t), (-1, count, cells, code))
+        return ops.reshape(ops.transpose(per_kind, (0, 2, 1, 3)), (-1, cells, count * code))
+
+    sums = layers.Lambda(neighbourhood_sums)(z)
+    h = layers.Dense(int(params["relate"]), activation="relu")(layers.Concatenate()([z, sums]))
+    h = layers.Multiply()([h, occupied])
+    pooled = [layers.GlobalAveragePooling1D()(z), layers.GlobalAveragePooling1D()(h)]
+    return layers.Concatenate()(pooled)
+
+
 def build(params: dict[str, Any], size: int, keras: Any, planes: tuple | None = None):
     """D x W ReLU layers and a sigmoid (uncompiled). With `cell_encoder` E and planes-first
     inputs of shape `planes` (C, H, W), every cell's C features first pass one shared Dense(E)
@@ -65,11 +105,14 @@ def build(params: dict[str, Any], size: int, keras: Any, planes: tuple | None = 
         channels, cells = planes[0], int(np.prod(planes[1:]))
         x = keras.layers.Reshape((channels, cells))(x)
         x = keras.layers.Permute((2, 1))(x)
-        x = keras.layers.Dense(int(params["cell_encoder"]), activation="relu")(x)
-        if params.get("pool", "none") == "mean":
-            x = keras.layers.GlobalAveragePooling1D()(x)
+        if params.get("relate", 0):
+            x = _relations(x, params, planes, keras)
         else:
-            x = keras.layers.Flatten()(x)
+            x = keras.layers.Dense(int(params["cell_encoder"]), activation="relu")(x)
+            if params.get("pool", "none") == "mean":
+                x = keras.layers.GlobalAveragePooling1D()(x)
+            else:
+                x = keras.layers.Flatten()(x)
     for _ in range(int(params["layers"])):
         x = keras.layers.Dense(int(params["width"]), activation="relu")(x)
         if params["dropout"]:
@@ -99,6 +142,10 @@ def _check(params: dict[str, Any]) -> None:
         raise ModelError(f"value-mlp: pool={params['pool']!r}; expected none or mean")
     if params["pool"] == "mean" and not params["cell_encoder"]:
         raise ModelError("value-mlp: pool=mean averages the cell encoder's codes: set cell_encoder")
+    if params["relate"] < 0:
+        raise ModelError("value-mlp: relate must be 0 (none) or a width")
+    if params["relate"] and params["pool"] != "mean":
+        raise ModelError("value-mlp: relate pools its cells' codes: set pool=mean and cell_encoder")
     if not 0.0 <= params["dropout"] < 1.0:
         raise ModelError(f"value-mlp: dropout={params['dropout']} must lie in [0, 1)")
 
@@ -150,7 +197,7 @@ def train(
     metadata = artifact_metadata(
         meta["game"], "value-mlp", encoding, "value",
         input_size=inputs.shape[1], layers=params["layers"], width=params["width"],
-        cell_encoder=params["cell_encoder"], pool=params["pool"],
+        cell_encoder=params["cell_encoder"], pool=params["pool"], relate=params["relate"],
         encoder=ENCODER, count_length=40,
         output="probability that the side to move wins (draws count half)",
     )  # fmt: skip

@@ -18,6 +18,7 @@ SHAPES = {
     "encoder-mean": {"cell_encoder": 4, "pool": "mean"},
     "encoder-cells": {"cell_encoder": 2, "pool": "none"},
     "planes": {"cell_encoder": 0, "pool": "none"},
+    "relational": {"cell_encoder": 4, "pool": "mean", "relate": 4},
 }
 
 

@@ -151,6 +151,35 @@ def test_every_grid_size_trains():
         assert np.isfinite(model.train_on_batch(x, y))
 
 
+def test_relation_kernels_are_the_neighbourhoods_worked_by_hand():
+    """3 x 3 board, cells numbered row by row: the neighbourhoods of the corner 0 and the
+    centre 4 (distance 1, 2, 3-5, and the same row or column)."""
+    kernels = value_mlp.relation_kernels(3, 3)
+    assert kernels.shape == (4, 9, 9)
+    near = [set(np.flatnonzero(k[0]).tolist()) for k in kernels]
+    assert near == [{1, 3}, {2, 4, 6}, {5, 7, 8}, {1, 2, 3, 6}]
+    centre = [set(np.flatnonzero(k[4]).tolist()) for k in kernels]
+    assert centre == [{1, 3, 5, 7}, {0, 2, 6, 8}, set(), {1, 3, 5, 7}]
+    assert (kernels == kernels.transpose(0, 2, 1)).all()  # a relation both cells share
+
+
+def test_only_the_relational_block_tells_near_from_far():
+    """Two pieces of fixed features, side by side or in opposite corners: the board means of
+    the cells' codes (pool=mean) are the same for both, so that network cannot tell them
+    apart; the relational block sees the distance (any weights: these are untrained)."""
+    keras = keras_seeded(0)
+    planes = (2, 5, 5)
+    near, far = np.zeros(planes, np.float32), np.zeros(planes, np.float32)
+    near[0, 2, 2] = near[1, 2, 3] = 1.0  # own piece, an enemy piece beside it
+    far[0, 0, 0] = far[1, 4, 4] = 1.0
+    batch = np.stack([near, far]).reshape(2, -1)
+    common = {"layers": 1, "width": 8, "dropout": 0.0, "cell_encoder": 4, "pool": "mean"}
+    for relate, differs in ((0, False), (4, True)):
+        model = value_mlp.build({**common, "relate": relate}, batch.shape[1], keras, planes)
+        out = np.asarray(model(batch, training=False)).ravel()
+        assert (abs(out[0] - out[1]) > 1e-6) == differs, (relate, out)
+
+
 def test_soft_labels():
     # results (any score clips to a result) and blended targets in between
     assert value_mlp.labels(np.array([2.0, -1.0, 0.0, 0.5])).tolist() == [1.0, 0.0, 0.5, 0.75]
@@ -166,6 +195,9 @@ def test_wrong_encoding_and_bad_params_are_model_errors(tmp_path):
     with pytest.raises(ModelError, match="width"):
         meta = {"encoding": "board-onehot", "game": "connect4"}
         value_mlp.train(arrays, meta, {"width": 0}, tmp_path)
+    meta = {"encoding": "value-planes", "game": "connect4"}
+    with pytest.raises(ModelError, match="relate pools"):
+        value_mlp.train(arrays, meta, {"relate": 4}, tmp_path)
 
 
 @pytest.mark.parametrize("spec", ["connect4", "lazerbike", "othello"])
