@@ -5,9 +5,9 @@ frontier node: on tactics, HPS's frontier nodes have about 3.5 children, and a l
 that way, a third of a scripted playout. The value-mlp family's graphs are small dense chains
 (an optional per-cell encoder, shared by every cell, then a mean over the cells or their codes
 side by side, or the relational block over the occupied cells, then ReLU layers and a
-sigmoid), so the loop can compute them itself from the
-ONNX file's weights, the way chess engines evaluate their networks inside the search: no call
-leaves numba, and alpha-beta cut-offs skip leaves a batch would have evaluated.
+sigmoid), so the loop can compute them itself from the ONNX file's weights, the way chess
+engines evaluate their networks inside the search: no call leaves numba, and alpha-beta
+cut-offs skip leaves a batch would have evaluated.
 
 The file stays the model (ONNX, never pickles): `read_chain` takes the weight tensors of its
 MatMul and Add nodes in graph order, checks their shapes against the architecture the file's
@@ -226,8 +226,8 @@ def read_chain(path: str | Path, game: Game) -> np.ndarray | None:
     relational: list[np.ndarray] = []
     if len(near) != (1 if relate else 0):
         return None
+    kinds = near[0].shape[0] // cells if relate else 0
     if relate:
-        kinds = near[0].shape[0] // cells
         kernel, bias = mats.pop(0), adds.pop(0)
         if (near[0].shape != (kinds * cells, cells) or kernel.shape != ((1 + kinds) * code, relate)
                 or bias.size != relate):  # fmt: skip
@@ -244,7 +244,6 @@ def read_chain(path: str | Path, game: Game) -> np.ndarray | None:
         width = kernel.shape[1]
     if width != 1:
         return None
-    kinds = near[0].shape[0] // cells if relate else 0
     header = [planes * cells, planes, cells, code, float(pooled), len(mats), relate, kinds, *sizes]
     parts = [np.asarray(header, dtype=np.float64)]
     if encoder is not None:
