@@ -1,7 +1,7 @@
 """Int8 policy-value networks (models.quantize) against their float source: milliseconds per
 onnxruntime call at the batch sizes a PUCT search uses, one thread each, same run, same
-positions, plus the copy's check (policy argmax agreement, value differences) and the C
-yardstick before and after.
+positions, plus the copy's check (policy argmax agreement and largest probability difference,
+value differences) and the C yardstick before and after.
 
     .venv/bin/python benchmarks/quantize.py --game tactics --model M [--positions 400]
         [--repeats 20] [--out copy.onnx]

@@ -10,7 +10,8 @@ on this machine's cores (benchmarks/quantize.py).
 The copy is a model like any other: ONNX with the source's metadata (so `puct:model=PATH`,
 `policy:model=PATH` and the registry load it unchanged) plus `gridbots.quantized = int8` and the
 check it passed: on held-out positions, the share where its policy's argmax equals the float
-network's, and its value's mean and largest difference. A copy whose agreement falls below
+network's, its policy's largest probability difference, and its value's mean and largest
+difference. A copy whose agreement falls below
 `min_agreement` is refused, not written.
 """
 
@@ -109,6 +110,8 @@ def _check(reference, copy, planes: np.ndarray, masks: np.ndarray) -> dict[str, 
     error = np.abs(value_a - value_b)
     return {
         "agreement": float((policy_a.argmax(axis=1) == policy_b.argmax(axis=1)).mean()),
+        # a near-tie's argmax may flip under int8 rounding: the drift says by how much
+        "policy_error_max": float(np.abs(policy_a - policy_b).max()),
         "value_error_mean": float(error.mean()),
         "value_error_max": float(error.max()),
     }
