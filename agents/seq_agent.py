@@ -29,7 +29,13 @@ import numpy as np
 from agents.analysis import Analysis
 from agents.base import Agent, AgentError, builder, file_identity, loaded_once
 from agents.guards import lap_filter, parse_guards, turn_filter
-from agents.sequence_codec import decode_one_hot_actions, one_hot_actions, rounds_from_steps
+from agents.sequence_codec import (
+    decode_one_hot_actions,
+    one_hot_actions,
+    rounds_from_steps,
+    step_boards,
+    step_history,
+)
 from engine.protocol import CHANCE, SIMULTANEOUS, TERMINAL, Game, State
 from engine.specialise import bind, current_player, generic, legal_actions
 
@@ -42,27 +48,14 @@ BOS = "^"  # the begin-of-game symbol / feature name
 def step_matrix(game: Game, state: State) -> np.ndarray:
     """The step-major [steps, num_players] actions of the history (neutral for players who did
     not act, chance steps left out): the `sequences.actions` layout of a dataset row."""
-    k = game.kernels
-    s = k.init(state.config).copy()
-    history = state.history()
-    p, neutral = game.num_players, game.neutral_action
-    rows: list[np.ndarray] = []
-    i = 0
-    while i < len(history):
-        mover = int(k.current_player(s))
-        if mover == SIMULTANEOUS:
-            joint = np.asarray(history[i : i + p], dtype=np.int64)
-            rows.append(joint)
-            k.apply_joint(s, joint)
-            i += p
-            continue
-        if mover >= 0:
-            row = np.full(p, neutral, dtype=np.int64)
-            row[mover] = history[i]
-            rows.append(row)
-        k.apply_action(s, np.int64(history[i]))
-        i += 1
-    return np.array(rows, dtype=np.int64).reshape(-1, p)
+    return history_steps(game, state)[0]
+
+
+def history_steps(game: Game, state: State) -> tuple[np.ndarray, np.ndarray]:
+    """(step_matrix, the state after each of its steps) of a state's history."""
+    initial = game.kernels.init(state.config)
+    return step_history(game.kernels, initial, state.history(), game.num_players,
+                        game.neutral_action)  # fmt: skip
 
 
 def history_rounds(game: Game, state: State, plies: bool = False) -> np.ndarray:
@@ -105,11 +98,13 @@ def labelled_positions(rounds: np.ndarray, count: int, player: int):
 
 # ---- predictors -------------------------------------------------------------------------------
 class Predictor:
-    """Scores of every action (higher is better) for `player` after the context rounds."""
+    """Scores of every action (higher is better) for `player` after the context rounds; one
+    that reads `boards` also takes `boards=` [rounds, bits], the board after each round."""
 
     game_spec = ""
     log_scores = False  # the scores are log-probabilities
     plies = False  # trained on one round per move (`gridbots encode --plies`)
+    boards = False  # reads the board after each round beside it (`gridbots encode --boards`)
 
     def scores(self, context: np.ndarray, player: int) -> np.ndarray:
         raise NotImplementedError
@@ -254,6 +249,7 @@ class OnnxSequencePredictor(Predictor):
         self.session, meta = (session, meta) if session is not None else open_session(path)
         self.game_spec = meta.get("gridbots.game", "")
         self.plies = meta.get("gridbots.plies") == "1"
+        self.boards = meta.get("gridbots.boards") == "1"
         self.encoding = meta.get("gridbots.encoding", "qualitative")
         if self.encoding not in ("quantitative", "qualitative"):
             raise AgentError(f"seq: {path}: encoding {self.encoding!r} is not a sequence encoding")
@@ -263,24 +259,38 @@ class OnnxSequencePredictor(Predictor):
         length = self.input.shape[1] if len(self.input.shape) == 3 else None
         self.window = length if isinstance(length, int) and length > 0 else None
 
-    def _encode(self, rounds: np.ndarray) -> np.ndarray:
+    def _encode(self, rounds: np.ndarray, boards: np.ndarray | None) -> np.ndarray:
         g = self.game
         if self.encoding == "qualitative":
-            return one_hot_actions(rounds, g.num_actions, g.neutral_action).astype(np.float32)
-        return rounds.astype(np.float32)
+            x = one_hot_actions(rounds, g.num_actions, g.neutral_action).astype(np.float32)
+        else:
+            x = rounds.astype(np.float32)
+        if boards is None:
+            return x
+        return np.concatenate([x, boards.astype(np.float32)], axis=-1)
 
-    def scores(self, context: np.ndarray, player: int) -> np.ndarray:
+    def scores(
+        self, context: np.ndarray, player: int, boards: np.ndarray | None = None
+    ) -> np.ndarray:
         g = self.game
         if len(context) == 0:  # trained on inputs from round 0 on: no opinion on round 0
             return np.zeros(g.num_actions)
+        if self.boards and (boards is None or len(boards) != len(context)):
+            raise AgentError("seq: this model reads the board after every round; none given")
         if self.window and len(context) > self.window:
             context = context[-self.window :]
+            boards = boards[-self.window :] if boards is not None else None
         last = len(context) - 1
         size = self.window or len(context)
         padded = np.full((size, g.num_players), g.neutral_action, dtype=np.int64)
         padded[: len(context)] = context
+        board_rows = None
+        if self.boards and boards is not None:
+            board_rows = np.zeros((size, boards.shape[1]), dtype=np.int8)
+            board_rows[: len(boards)] = boards
         try:
-            out = self.session.run([self.output], {self.input.name: self._encode(padded)[None]})[0]
+            x = self._encode(padded, board_rows)[None]
+            out = self.session.run([self.output], {self.input.name: x})[0]
             step = np.asarray(out, dtype=np.float64).reshape(size, -1)[last]
         except Exception as problem:  # onnxruntime raises its own exception types
             raise AgentError(f"seq: the ONNX sequence model does not run: {problem}") from None
@@ -417,7 +427,12 @@ class SeqAgent(Agent):
         rounds = history_rounds(self.game, state, plies)
         g = self.game
         context = decision_context(rounds, player, g.simultaneous, g.neutral_action, plies)
-        scores = np.asarray(self.predictor.scores(context, player), dtype=np.float64)[moves]
+        if self.predictor.boards:  # one round per step (plies or laps): step k's board
+            boards = step_boards(g, history_steps(g, state)[1])[: len(context)]
+            raw = self.predictor.scores(context, player, boards=boards)
+        else:
+            raw = self.predictor.scores(context, player)
+        scores = np.asarray(raw, dtype=np.float64)[moves]
         return np.nan_to_num(scores, nan=-np.inf)
 
     def analyse(self, state: State) -> Analysis:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from engine.protocol import GameError
+from engine.protocol import SIMULTANEOUS, GameError
 
 
 class EncodingError(GameError):
@@ -104,3 +104,64 @@ def decode_one_hot_actions(
     blocks = bits.reshape(*bits.shape[:-1], num_players, num_actions + 1)
     index = blocks.argmax(axis=-1).astype(np.int64)
     return np.where(index == 0, neutral, index - 1).astype(np.int16)
+
+
+def step_history(kernels, initial: np.ndarray, history, num_players: int, neutral: int):
+    """(actions [steps, P], states [steps, state_size] after each step) of a history played
+    from `initial`: the step-major layout of a dataset's `sequences.actions` (neutral for the
+    players who did not act, chance steps left out) and the position each step leaves."""
+    s = np.array(initial, dtype=np.int64)
+    rows: list[np.ndarray] = []
+    after: list[np.ndarray] = []
+    i = 0
+    while i < len(history):
+        mover = int(kernels.current_player(s))
+        if mover == SIMULTANEOUS:
+            joint = np.asarray(history[i : i + num_players], dtype=np.int64)
+            kernels.apply_joint(s, joint)
+            rows.append(joint)
+            after.append(s.copy())
+            i += num_players
+            continue
+        kernels.apply_action(s, np.int64(history[i]))
+        if mover >= 0:
+            row = np.full(num_players, neutral, dtype=np.int64)
+            row[mover] = history[i]
+            rows.append(row)
+            after.append(s.copy())
+        i += 1
+    actions = np.array(rows, dtype=np.int64).reshape(-1, num_players)
+    return actions, np.array(after, dtype=np.int64).reshape(len(after), s.shape[0])
+
+
+def board_one_hot(codes: np.ndarray, player: np.ndarray, num_players: int, deadly: bool):
+    """[n, H, W] board codes → [n, blocks * H * W] int8: one block per player, the row's player
+    first then the next seats in order (Othello: 64 own + 64 opponent), and a last block of
+    deadly tiles when `deadly`."""
+    codes = np.asarray(codes)
+    n = len(codes)
+    flat = codes.reshape(n, -1)
+    player = np.asarray(player, dtype=np.int64)
+    blocks = [flat == ((player + k) % num_players + 1)[:, None] for k in range(num_players)]
+    if deadly:
+        blocks.append(flat == -1)
+    return np.concatenate(blocks, axis=1).astype(np.int8)
+
+
+def step_boards(game, states: np.ndarray) -> np.ndarray:
+    """[steps, blocks * cells] int8: the board each step leaves, seat 0's block first, for
+    sequence models that read the board beside the moves (`gridbots encode --boards`): where
+    a string of column numbers hides a threat, the board shows it."""
+    hook = getattr(game, "board_codes", None)
+    if hook is None:
+        raise EncodingError(f"{game.name} has no board codes (Game.board_codes is not defined)")
+    if len(states) == 0:
+        return np.zeros((0, board_width(game)), dtype=np.int8)
+    codes = np.asarray(hook(states), dtype=np.int8)
+    deadly = bool(getattr(game, "deadly_tiles", False))
+    return board_one_hot(codes, np.zeros(len(codes)), game.num_players, deadly)
+
+
+def board_width(game) -> int:
+    """Bits per step of `step_boards`."""
+    return step_boards(game, game.new_initial_state().array[None]).shape[1]

@@ -30,14 +30,18 @@ import pyarrow as pa
 
 from agents.sequence_codec import (  # noqa: F401 (EncodingError, decode_… are re-exported)
     EncodingError,
+    board_one_hot,
+    board_width,
     decode_one_hot_actions,
     one_hot_actions,
     rounds_from_steps,
     sequence_length,
+    step_boards,
+    step_history,
 )
 from agents.value_features import COUNT_LENGTH  # the one width, shared with the agents
 from features.errors import DataError
-from features.schema import list_parts, replay
+from features.schema import initial_state, list_parts, replay
 
 
 # ---- Arrow helpers -----------------------------------------------------------------------------
@@ -95,32 +99,67 @@ def _row_info(table: pa.Table) -> dict[str, np.ndarray]:
 
 
 def quantitative(
-    sequences: Any, game, length: int | None = None, plies: bool = False
-) -> dict[str, np.ndarray]:
+    sequences: Any, game, length: int | None = None, plies: bool = False, boards: bool = False,
+    games: Any = None,
+) -> dict[str, np.ndarray]:  # fmt: skip
     """Per round the vector of every player's actions as numbers: `inputs` are rounds 0..T-1,
     `targets` rounds 1..T (the next round to predict), both [n, T, num_players].
 
     `plies` (turn-based games): every move is a round of its own, so a model deciding for any
     seat has seen every move before it. The study's folding hides the first mover's latest move
-    from the second seat (both share a round), which costs the second seat dearly."""
+    from the second seat (both share a round), which costs the second seat dearly.
+    `boards`: also `boards` [n, T, bits], the board each input round leaves (`round_boards`)."""
     table = arrow(sequences)
     if plies and game.simultaneous:
         raise DataError(f"plies apply to turn-based games; {game.name} plays simultaneous laps")
     length = length or (int(game.max_game_length) if plies else sequence_length(game))
     rounds, counts = action_rounds(table, game, length + 1, False if plies else None)
-    return {
+    arrays = {
         "inputs": rounds[:, :length],
         "targets": rounds[:, 1:],
         "rounds": counts,
         **_row_info(table),
     }
+    if boards:
+        if not (plies or game.simultaneous):
+            raise DataError("boards need one round per move: add --plies (turn-based games)")
+        if games is None:
+            raise DataError("boards are replayed from the games table; none given")
+        arrays["boards"] = round_boards(games, arrays["game_id"], game, length)
+    return arrays
+
+
+def round_boards(games: Any, game_ids: np.ndarray, game, length: int) -> np.ndarray:
+    """[n, length, bits] int8: per sequence row (by game id) the board after each of its first
+    `length` steps, replayed from the games table through the game's kernels; zero past the
+    end. Every step is a round here (plies or laps), so step k's board sits beside round k."""
+    table = arrow(games).select(["game_id", "seed", "scenario", "history"])
+    out = np.zeros((len(game_ids), length, board_width(game)), dtype=np.int8)
+    where: dict[int, list[int]] = {}
+    for row, gid in enumerate(np.asarray(game_ids).tolist()):
+        where.setdefault(gid, []).append(row)
+    k = game.kernels
+    for record in table.to_pylist():
+        rows = where.get(record["game_id"])
+        if not rows:
+            continue
+        initial = initial_state(game, record["seed"], record["scenario"]).array
+        _, states = step_history(k, initial, record["history"], game.num_players,
+                                 game.neutral_action)  # fmt: skip
+        bits = step_boards(game, states[:length])
+        out[rows, : len(bits)] = bits
+    missing = set(where) - set(table.column("game_id").to_pylist())
+    if missing:
+        raise DataError(f"{len(missing)} sequence game id(s) lack a games row: {min(missing)}…")
+    return out
 
 
 def qualitative(
-    sequences: Any, game, length: int | None = None, plies: bool = False
-) -> dict[str, np.ndarray]:
+    sequences: Any, game, length: int | None = None, plies: bool = False, boards: bool = False,
+    games: Any = None,
+) -> dict[str, np.ndarray]:  # fmt: skip
     """`quantitative` with every action one-hot: [n, T, P * (num_actions + 1)] int8."""
-    arrays = quantitative(sequences, game, length, plies)
+    arrays = quantitative(sequences, game, length, plies, boards, games)
     for key in ("inputs", "targets"):
         arrays[key] = one_hot_actions(arrays[key], game.num_actions, game.neutral_action)
     return arrays
@@ -142,20 +181,6 @@ def board_codes(positions: Any, game) -> dict[str, np.ndarray]:
     codes = np.asarray(hook(_states(table)), dtype=np.int8)
     info = _row_info(table)
     return {"codes": codes, **info}
-
-
-def board_one_hot(codes: np.ndarray, player: np.ndarray, num_players: int, deadly: bool):
-    """[n, H, W] codes → [n, blocks * H * W] int8: one block per player, the row's player
-    first then the next seats in order (Othello: 64 own + 64 opponent), and a last block of
-    deadly tiles when `deadly`."""
-    codes = np.asarray(codes)
-    n = len(codes)
-    flat = codes.reshape(n, -1)
-    player = np.asarray(player, dtype=np.int64)
-    blocks = [flat == ((player + k) % num_players + 1)[:, None] for k in range(num_players)]
-    if deadly:
-        blocks.append(flat == -1)
-    return np.concatenate(blocks, axis=1).astype(np.int8)
 
 
 def decode_board_one_hot(
@@ -331,7 +356,10 @@ def encode_dataset(
     manifest = read_manifest(directory)
     spec = game_spec(manifest)
     game = parse_game_spec(spec)
+    if options.get("boards"):  # replayed from the games table
+        options = {**options, "games": load_dataset(directory, "games")}
     arrays = function(load_dataset(directory, table_name), game, **options)
+    options = {k: v for k, v in options.items() if k != "games"}
     meta = {
         "encoding": name,
         "game": spec,

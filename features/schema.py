@@ -79,14 +79,20 @@ def list_parts(column: Any) -> tuple[np.ndarray, np.ndarray]:
     return arr.flatten().to_numpy(zero_copy_only=False), lengths
 
 
+def initial_state(game, seed: int, scenario: str | None) -> Any:
+    """The state a games row starts from: its seeded scenario, less the opening (the opening's
+    moves are already in the row's history)."""
+    options = json.loads(scenario or "{}")
+    options.pop("opening", None)
+    return game.new_initial_state(seed=int(seed), **options)
+
+
 def replay(game, seed: int, scenario: str | None, moves: list[int]) -> Iterator[Any]:
     """The states a games row passes through from its seeded scenario, each yielded before its
     step is applied and the last after it; a simultaneous lap takes num_players moves at once.
     It is one State advanced in place: copy what you keep. Positions tables hold decision
     points only; a search also meets chance nodes."""
-    options = json.loads(scenario or "{}")
-    options.pop("opening", None)  # the opening is already in the history
-    state = game.new_initial_state(seed=int(seed), **options)
+    state = initial_state(game, seed, scenario)
     k = 0
     while k < len(moves):
         yield state

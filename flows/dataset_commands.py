@@ -60,6 +60,14 @@ def encode(
             "(sequences of turn-based games).",
         ),
     ] = False,
+    boards: Annotated[
+        bool,
+        typer.Option(
+            "--boards",
+            help="Also the board after every round (sequences; with --plies for turn-based "
+            "games): sequence models that read the position beside the moves.",
+        ),
+    ] = False,
 ) -> None:
     """Encodes a dataset into arrays; the file records the encoding, game and shapes."""
     from features.encode import encode_dataset, save
@@ -78,6 +86,10 @@ def encode(
         if table != "sequences":
             raise DataError(f"--plies applies to sequence encodings, not {encoding!r}")
         options["plies"] = True
+    if boards:
+        if table != "sequences":
+            raise DataError(f"--boards applies to sequence encodings, not {encoding!r}")
+        options["boards"] = True
     if augment:
         if encoding != "planes":
             raise DataError(f"--augment applies to the planes encoding, not {encoding!r}")

@@ -67,8 +67,10 @@ OUTCOMES = {"wins": 0.0, "draws+wins": -0.5, "all": float("-inf")}
 
 def sequence_framing(meta: dict[str, Any]) -> dict[str, int]:
     """The framing a sequence model was trained on, for its metadata: agents must fold a
-    history the same way (`plies`: one round per move, `gridbots encode --plies`)."""
-    return {"plies": int(bool((meta.get("options") or {}).get("plies")))}
+    history the same way (`plies`: one round per move, `gridbots encode --plies`; `boards`: the
+    board after each round read beside it, `--boards`)."""
+    options = meta.get("options") or {}
+    return {"plies": int(bool(options.get("plies"))), "boards": int(bool(options.get("boards")))}
 
 
 def artifact_metadata(

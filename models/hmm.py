@@ -70,6 +70,8 @@ def prepare(
             f"{family} trains on {' or '.join(encodings)} sequences, not {encoding!r} "
             f"(gridbots encode DIR --encoding {encodings[0]})"
         )
+    if sequence_framing(meta)["boards"]:
+        raise ModelError(f"{family} reads the moves alone: encode the dataset without --boards")
     game = parse_game_spec(meta["game"])
     if params["outcomes"] not in OUTCOMES:
         raise ModelError(f"{family}: outcomes={params['outcomes']!r}; known: {', '.join(OUTCOMES)}")

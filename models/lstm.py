@@ -6,7 +6,9 @@ bots that played illegal and suicidal moves). Training is sequence to sequence o
 `player` (the learning seat) whose outcome passes `outcomes` (the study's: wins), with the
 input rounds 0..T-1 and the targets rounds 1..T (features.encode already shifts them), so one
 game teaches every one of its steps. On one-move rounds (`plies`) an every-seat model reads
-every game and weights each step by its mover's outcome instead (mover_passes).
+every game and weights each step by its mover's outcome instead (mover_passes); in a
+simultaneous game every seat acts each lap, so each seat's block is weighted by its own. With
+`boards` (`gridbots encode --boards`) each step's input also holds the board that round left.
 
 What the output represents, per step t of the input (rounds 0..t seen):
   loss `cce`: a softmax over num_actions + 1 classes for the learning seat's action in round
@@ -107,23 +109,30 @@ def learner_actions(arrays: dict[str, np.ndarray], meta: dict[str, Any], game, p
     return (targets if player < 0 else targets[..., player]).astype(np.int64)
 
 
+def seat_passes(arrays: dict[str, np.ndarray], rows: np.ndarray, num_players: int,
+                threshold: float) -> np.ndarray:  # fmt: skip
+    """[n, P] whether each seat of the rows' games ended with outcome > threshold."""
+    ids, index = np.unique(arrays["game_id"], return_inverse=True)
+    outcome = np.full((len(ids), num_players), -np.inf)
+    outcome[index, arrays["player"].astype(np.int64)] = arrays["outcome"]
+    return outcome[index[rows]] > threshold
+
+
 def mover_passes(arrays: dict[str, np.ndarray], rows: np.ndarray, actions: np.ndarray,
                  threshold: float, neutral: int) -> np.ndarray:  # fmt: skip
     """[n, T] 1 where the step's mover ended its game with outcome > threshold (0 where none
     did), for every-seat models on one-move rounds: `outcomes` then picks whose moves to
     imitate (the winner's in either seat), not which games."""
-    ids, index = np.unique(arrays["game_id"], return_inverse=True)
-    outcome = np.full((len(ids), actions.shape[-1]), -np.inf)
-    outcome[index, arrays["player"].astype(np.int64)] = arrays["outcome"]
-    passes = outcome[index[rows]] > threshold  # [n, P]
+    passes = seat_passes(arrays, rows, actions.shape[-1], threshold)
     moved = actions != neutral  # [n, T, P]: one mover per step at most
     return (moved & passes[:, None, :]).any(axis=-1).astype(np.float32)
 
 
 def prepare(arrays: dict[str, np.ndarray], meta: dict[str, Any], params: dict[str, Any]):
     """(game, inputs float32 [n, T, F], learner actions [n, T] ([n, T, P] for every seat), step
-    weights [n, T], game ids) of the learning seat's rows whose outcome passes `outcomes`
-    (seat 0's rows for every seat; on one-move rounds every game, weighted by its movers)."""
+    weights [n, T] ([n, T, P]: per seat, simultaneous every-seat models), game ids) of the
+    learning seat's rows whose outcome passes `outcomes` (seat 0's rows for every seat; on
+    one-move rounds or laps every game, weighted by its movers' results)."""
     from engine import parse_game_spec
 
     if meta.get("encoding") not in ENCODINGS:
@@ -139,7 +148,7 @@ def prepare(arrays: dict[str, np.ndarray], meta: dict[str, Any], params: dict[st
     if player < 0 and params["loss"] != "cce":
         raise ModelError("lstm: player=-1 (every seat) needs loss cce")
     threshold = OUTCOMES[params["outcomes"]]
-    by_mover = player < 0 and bool(sequence_framing(meta)["plies"])
+    by_mover = player < 0 and (bool(sequence_framing(meta)["plies"]) or game.simultaneous)
     rows = arrays["player"] == max(player, 0)
     if not by_mover:
         rows &= arrays["outcome"] > threshold
@@ -151,13 +160,20 @@ def prepare(arrays: dict[str, np.ndarray], meta: dict[str, Any], params: dict[st
     inputs = arrays["inputs"][rows]
     if inputs.ndim == 2:
         inputs = inputs[..., None]
+    if sequence_framing(meta)["boards"]:  # the board after each round, beside its moves
+        if "boards" not in arrays:
+            raise ModelError("lstm: the encoding records boards but holds no `boards` array")
+        inputs = np.concatenate([inputs, arrays["boards"][rows]], axis=-1)
     length = int(params["length"]) or inputs.shape[1]
     if not 1 <= length <= inputs.shape[1]:
         raise ModelError(f"lstm: length={length}; the encoding holds {inputs.shape[1]} rounds")
     actions = learner_actions({k: v[rows] for k, v in arrays.items()}, meta, game, player)
     steps = np.arange(length)[None, :]
     weights = (steps + 1 < arrays["rounds"][rows][:, None]).astype(np.float32)
-    if by_mover:
+    if by_mover and game.simultaneous:  # every seat acts each lap: its block, its result
+        passes = seat_passes(arrays, rows, game.num_players, threshold)
+        weights = weights[..., None] * passes[:, None, :].astype(np.float32)
+    elif by_mover:
         weights *= mover_passes(arrays, rows, actions, threshold, game.neutral_action)[:, :length]
     return (
         game,
@@ -236,7 +252,9 @@ def train(
 
     x_test, a_test, w_test = inputs[test_rows], actions[test_rows], weights[test_rows]
     # Keras weighs the loss per step and seat: every seat of a step shares the step's weight
-    fit_weights = np.repeat(weights[..., None], seats, axis=-1) if seats > 1 else weights
+    fit_weights = weights
+    if seats > 1 and weights.ndim == 2:
+        fit_weights = np.repeat(weights[..., None], seats, axis=-1)
     # the "majority" baseline: always the seat's most frequent action of the training set
     train_weights = _per_seat(weights[train_rows], actions[train_rows])
     played = actions[train_rows][(train_weights > 0) & (actions[train_rows] != neutral)]

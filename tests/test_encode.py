@@ -315,6 +315,7 @@ def dataset(tmp_path_factory):
         ("planes", ".npz", ["--augment"], "planes", (16, 2, 6, 7)),
         ("board-onehot", ".parquet", [], "board", (8, 84)),
         ("qualitative", ".npz", ["--plies"], "inputs", (32, 42, 16)),
+        ("qualitative", ".npz", ["--plies", "--boards"], "boards", (32, 42, 84)),
     ],
 )
 def test_encode_command_writes_arrays_with_shapes(
@@ -325,13 +326,11 @@ def test_encode_command_writes_arrays_with_shapes(
     arrays, meta = enc.load(out)
     assert meta["encoding"] == encoding and meta["game"] == "connect4"
     assert arrays[key].shape == shape and meta["shapes"][key] == list(shape)
-    direct, _ = enc.encode_dataset(
-        dataset,
-        encoding,
-        **{"--length": {"length": 5}, "--augment": {"augment": True},
-           "--plies": {"plies": True}}.get(extra[0] if extra else "", {}),
-    )  # fmt: skip
-    assert meta["options"] == ({"plies": True} if "--plies" in extra else meta["options"])
+    flags = {"--length": {"length": 5}, "--augment": {"augment": True},
+             "--plies": {"plies": True}, "--boards": {"boards": True}}  # fmt: skip
+    options = {k: v for flag in extra if flag in flags for k, v in flags[flag].items()}
+    direct, _ = enc.encode_dataset(dataset, encoding, **options)
+    assert meta["options"] == options
     for name, values in direct.items():
         assert np.array_equal(arrays[name], values, equal_nan=values.dtype.kind == "f"), name
 
@@ -344,9 +343,14 @@ def test_encode_bad_input_is_one_line_exit_2(dataset, tmp_path, capsys):
     )
     assert main(["encode", str(tmp_path / "none"), "--encoding", "planes", "--out", out]) == 2
     assert main(["encode", str(dataset), "--encoding", "planes", "--plies", "--out", out]) == 2
+    assert main(["encode", str(dataset), "--encoding", "planes", "--boards", "--out", out]) == 2
+    only_boards = ["--encoding", "qualitative", "--boards", "--out", out]
+    assert main(["encode", str(dataset), *only_boards]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 4 and "unknown encoding 'morse'" in err[0]
+    assert len(err) == 6 and "unknown encoding 'morse'" in err[0]
     assert "--plies applies to sequence encodings" in err[3]
+    assert "--boards applies to sequence encodings" in err[4]
+    assert "boards need one round per move: add --plies" in err[5]
 
 
 def test_encoded_file_records_the_dataset_content_hash(dataset):

@@ -1,0 +1,100 @@
+"""Sequence models that read the board beside the moves (`gridbots encode --boards`): the
+board each round leaves, encoded identically by the dataset encoder and by `seq:` in play
+(Connect 4 on one-move rounds, Lazerbike's laps with their deadly tiles), checked against
+hand-worked boards, and read end to end by a hand-built ONNX net."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_hmm import copycat_games
+from test_onnx_eval import linear_model
+
+from agents import make
+from agents.seq_agent import history_steps
+from agents.sequence_codec import board_width, step_boards
+from engine import load_game
+from engine.match import play_game
+from features import encode as enc
+from features.errors import DataError
+from features.generate.tables import GameTable
+from models import hmm
+from models.base import ModelError, artifact_metadata
+
+
+def test_connect4_boards_by_hand():
+    game = load_game("connect4")
+    state = game.state_from_history([3, 4, 3])
+    boards = step_boards(game, history_steps(game, state)[1]).reshape(3, 2, 6, 7)
+    assert board_width(game) == 84
+    assert boards.sum(axis=(1, 2, 3)).tolist() == [1, 2, 3]  # one new piece per round
+    last = boards[-1]
+    assert last[0, 5, 3] == 1 and last[0, 4, 3] == 1  # seat 0: column 3, bottom two rows
+    assert last[1, 5, 4] == 1 and last[1].sum() == 1  # seat 1: column 4, bottom row
+
+
+def test_dataset_boards_match_the_boards_seen_in_play():
+    game = load_game("connect4")
+    games, sequences = copycat_games(40)
+    arrays = enc.qualitative(sequences, game, plies=True, boards=True, games=games)
+    assert arrays["boards"].shape == (len(arrays["inputs"]), 42, 84)
+    rows = {gid: i for i, gid in enumerate(arrays["game_id"].tolist())}
+    for record in games.to_pylist():
+        state = game.state_from_history(record["history"], seed=record["seed"])
+        seen = step_boards(game, history_steps(game, state)[1])
+        stored = arrays["boards"][rows[record["game_id"]]]
+        assert (stored[: len(seen)] == seen).all()
+        assert not stored[len(seen) :].any()  # zero past the end of the game
+
+
+def test_lazerbike_boards_hold_heads_and_deadly_trails():
+    game = load_game("lazerbike")
+    table = GameTable(game, "imitation", 0)
+    for i in range(5):
+        agents = [make("random:guards=safe", game, seed=2 * i + p) for p in range(2)]
+        state = play_game(game, agents, seed=i)
+        table.add(state.history(), state.returns(), i, {}, ["random"] * 2)
+    games, sequences = table.tables()
+    arrays = enc.qualitative(sequences, game, boards=True, games=games)
+    cells = 15 * 15
+    assert arrays["boards"].shape[-1] == 3 * cells  # two heads' blocks, then deadly tiles
+    for record, row in zip(games.to_pylist(), range(0, 10, 2), strict=True):
+        boards = arrays["boards"][row].reshape(-1, 3, cells)
+        laps = record["length"]
+        trails = boards[:laps, 2].sum(axis=1)
+        assert (np.diff(trails) >= 0).all() and trails[-1] > trails[0]  # trails only grow
+        state = game.state_from_history(record["history"], seed=record["seed"])
+        seen = step_boards(game, history_steps(game, state)[1])
+        assert (boards[:laps].reshape(laps, -1) == seen).all()
+
+
+def test_boards_need_one_round_per_move_and_a_sequence_model_that_reads_them(tmp_path):
+    game = load_game("connect4")
+    games, sequences = copycat_games(20)
+    with pytest.raises(DataError, match="--plies"):
+        enc.qualitative(sequences, game, boards=True, games=games)
+    arrays = enc.qualitative(sequences, game, plies=True, boards=True, games=games)
+    options = {"plies": True, "boards": True}
+    meta = {"encoding": "qualitative", "game": "connect4", "options": options}
+    with pytest.raises(ModelError, match="without --boards"):
+        hmm.train(arrays, meta, {"outcomes": "all"}, tmp_path / "h")
+
+
+def test_an_onnx_net_that_reads_the_board_plays_from_it(tmp_path):
+    """A linear net whose logit for column c counts the opponent's (seat 1's) pieces in column
+    c: `seq:` must hand it the board after every move, in the dataset's layout, to play the
+    column the opponent has filled most."""
+    game = load_game("connect4")
+    features = 16 + 84
+    weight = np.zeros((features, 8))
+    for row in range(6):
+        for c in range(7):
+            weight[16 + 42 + row * 7 + c, 1 + c] = 1.0  # seat 1's block, cell (row, c)
+    meta = artifact_metadata("connect4", "lstm", "qualitative", "sequence", player=0, plies=1,
+                             boards=1)  # fmt: skip
+    path = linear_model(tmp_path / "board.onnx", weight, np.zeros(8), 42, meta)
+    agent = make(f"seq:model={path},guards=none", game, seed=3)
+    assert agent.predictor.boards
+    # seat 1 holds columns 5 (two pieces) and 6 (one): seat 0 to move answers column 5
+    assert agent.step(game.state_from_history([0, 5, 1, 5, 0, 6])) == 5
+    assert agent.step(game.state_from_history([0, 2, 1, 6, 0, 6, 1, 2, 4, 2])) == 2
