@@ -61,7 +61,11 @@ def history_steps(game: Game, state: State) -> tuple[np.ndarray, np.ndarray]:
 def history_rounds(game: Game, state: State, plies: bool = False) -> np.ndarray:
     """[rounds, num_players] of the history, folded as the dataset encoders fold sequences
     (`plies`: one round per move, as `gridbots encode --plies`)."""
-    steps = step_matrix(game, state)
+    return steps_to_rounds(game, step_matrix(game, state), plies)
+
+
+def steps_to_rounds(game: Game, steps: np.ndarray, plies: bool) -> np.ndarray:
+    """[rounds, num_players] of a step matrix, folded as `history_rounds` folds it."""
     offsets = np.array([0, steps.size], dtype=np.int64)
     fold = False if plies else None
     rounds, counts = rounds_from_steps(steps.ravel(), offsets, game, max(len(steps), 1), fold)
@@ -285,7 +289,7 @@ class OnnxSequencePredictor(Predictor):
         padded = np.full((size, g.num_players), g.neutral_action, dtype=np.int64)
         padded[: len(context)] = context
         board_rows = None
-        if self.boards and boards is not None:
+        if self.boards:
             board_rows = np.zeros((size, boards.shape[1]), dtype=np.int8)
             board_rows[: len(boards)] = boards
         try:
@@ -423,12 +427,12 @@ class SeqAgent(Agent):
 
     def scores(self, state: State, player: int, moves: np.ndarray) -> np.ndarray:
         """The model's score of each of `moves` (NaN read as -inf)."""
-        plies = self.predictor.plies
-        rounds = history_rounds(self.game, state, plies)
-        g = self.game
+        plies, g = self.predictor.plies, self.game
+        steps, after = history_steps(g, state)  # the history replayed once
+        rounds = steps_to_rounds(g, steps, plies)
         context = decision_context(rounds, player, g.simultaneous, g.neutral_action, plies)
         if self.predictor.boards:  # one round per step (plies or laps): step k's board
-            boards = step_boards(g, history_steps(g, state)[1])[: len(context)]
+            boards = step_boards(g, after)[: len(context)]
             raw = self.predictor.scores(context, player, boards=boards)
         else:
             raw = self.predictor.scores(context, player)

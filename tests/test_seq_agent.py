@@ -27,6 +27,17 @@ class Prefer(Predictor):
         return -np.arange(7.0)
 
 
+def bike_games(count: int):
+    """(games, sequences) of two guarded random bikes, as a dataset holds them."""
+    game = load_game("lazerbike")
+    table = GameTable(game, "imitation", 0)
+    for i in range(count):
+        agents = [make("random:guards=safe", game, seed=2 * i + p) for p in range(2)]
+        state = play_game(game, agents, seed=i)
+        table.add(state.history(), state.returns(), i, {}, ["random"] * 2)
+    return table.tables()
+
+
 def dataset_rounds(sequences, game) -> list[np.ndarray]:
     rounds, counts = enc.action_rounds(sequences, game, 200)
     return [r[:c] for r, c in zip(rounds, counts, strict=True)]
@@ -156,12 +167,7 @@ def test_never_an_illegal_move_in_either_game(tmp_path):
     for seed in range(4):  # play_game raises on an illegal move
         assert play_game(game, seats[:: 1 if seed % 2 else -1], seed=seed).is_terminal()
     bikes = load_game("lazerbike")
-    table = GameTable(bikes, "imitation", 0)
-    for i in range(30):
-        agents = [make("random:guards=safe", bikes, seed=2 * i + p) for p in range(2)]
-        state = play_game(bikes, agents, seed=i)
-        table.add(state.history(), state.returns(), i, {}, ["random"] * 2)
-    arrays = enc.qualitative(table.tables()[1], bikes)
+    arrays = enc.qualitative(bike_games(30)[1], bikes)
     meta = {"encoding": "qualitative", "game": "lazerbike"}
     result = hmm.train(arrays, meta, {"outcomes": "all"}, tmp_path / "l")
     seats = [make(f"seq:model={result.artifact}", bikes, seed=3), make("random", bikes, seed=4)]

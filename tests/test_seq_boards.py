@@ -9,15 +9,14 @@ import numpy as np
 import pytest
 from test_hmm import copycat_games
 from test_onnx_eval import linear_model
+from test_seq_agent import bike_games
 
 from agents import make
 from agents.seq_agent import history_steps
 from agents.sequence_codec import board_width, step_boards
 from engine import load_game
-from engine.match import play_game
 from features import encode as enc
 from features.errors import DataError
-from features.generate.tables import GameTable
 from models import hmm
 from models.base import ModelError, artifact_metadata
 
@@ -49,12 +48,7 @@ def test_dataset_boards_match_the_boards_seen_in_play():
 
 def test_lazerbike_boards_hold_heads_and_deadly_trails():
     game = load_game("lazerbike")
-    table = GameTable(game, "imitation", 0)
-    for i in range(5):
-        agents = [make("random:guards=safe", game, seed=2 * i + p) for p in range(2)]
-        state = play_game(game, agents, seed=i)
-        table.add(state.history(), state.returns(), i, {}, ["random"] * 2)
-    games, sequences = table.tables()
+    games, sequences = bike_games(5)
     arrays = enc.qualitative(sequences, game, boards=True, games=games)
     cells = 15 * 15
     assert arrays["boards"].shape[-1] == 3 * cells  # two heads' blocks, then deadly tiles
@@ -73,6 +67,8 @@ def test_boards_need_one_round_per_move_and_a_sequence_model_that_reads_them(tmp
     games, sequences = copycat_games(20)
     with pytest.raises(DataError, match="--plies"):
         enc.qualitative(sequences, game, boards=True, games=games)
+    with pytest.raises(DataError, match="1 sequence game id"):
+        enc.qualitative(sequences, game, plies=True, boards=True, games=games.slice(1))
     arrays = enc.qualitative(sequences, game, plies=True, boards=True, games=games)
     options = {"plies": True, "boards": True}
     meta = {"encoding": "qualitative", "game": "connect4", "options": options}
@@ -98,3 +94,22 @@ def test_an_onnx_net_that_reads_the_board_plays_from_it(tmp_path):
     # seat 1 holds columns 5 (two pieces) and 6 (one): seat 0 to move answers column 5
     assert agent.step(game.state_from_history([0, 5, 1, 5, 0, 6])) == 5
     assert agent.step(game.state_from_history([0, 2, 1, 6, 0, 6, 1, 2, 4, 2])) == 2
+
+
+def test_a_simultaneous_every_seat_lstm_imitates_each_seat_by_its_own_result():
+    """In a lap both bikes act: the every-seat model learns each seat's block where that seat
+    won, so a game seat 1 won teaches seat 1's moves and none of the loser's."""
+    from models import lstm
+
+    game = load_game("lazerbike")
+    games, sequences = bike_games(12)
+    arrays = enc.qualitative(sequences, game)
+    meta = {"encoding": "qualitative", "game": "lazerbike", "options": {}}
+    params = {**lstm.DEFAULTS, "player": -1, "outcomes": "wins"}
+    _, _, actions, weights, ids = lstm.prepare(arrays, meta, params)
+    assert weights.shape == actions.shape  # [n, T, seats]
+    returns = {r["game_id"]: r["returns"] for r in games.to_pylist()}
+    for row, gid in enumerate(ids.tolist()):
+        for seat in range(2):
+            assert (weights[row, :, seat].sum() > 0) == (returns[gid][seat] > 0)
+    assert any(r[1] > 0 for r in returns.values()) and any(r[0] > 0 for r in returns.values())
