@@ -6,13 +6,13 @@
 Each STUDENT_DIR is a `gridbots generate GAME imitation` dataset in which a `seq:` bot (the
 student) played. Every step of the student's seat (random opening plies included) is relabelled
 with the teacher's move (in a simultaneous game, its move for the student's seat in that lap).
-For Connect 4,
-`--solve-from N` gives positions from ply N on, in games the student did not win, the exact
-solver's best move instead (where the position is not already lost), since the depth-4 teacher
-itself makes a third of the student's fatal moves (reports/sequence-models.md). The student's
-games are encoded as `gridbots encode --plies --boards` does (one-move rounds for turn-based
-games), with the base encoding's window, weighted on the student's steps only, and appended to
-the base encoding. Prints one JSON object.
+For Connect 4, `--solve-from N` labels positions from ply N on, in games the student did not
+win, with the exact solver's best move instead (where the position is not already lost): the
+depth-4 teacher itself makes a third of the student's fatal moves (reports/sequence-models.md).
+The student's games are encoded as `gridbots encode --plies --boards` does (one-move rounds for
+turn-based games) in the base encoding's window, weighted on the student's steps only, and
+appended to the base encoding, whose metadata records the round (`dagger`). Prints one JSON
+object.
 """
 
 from __future__ import annotations
@@ -120,20 +120,13 @@ def main() -> None:
     arrays["game_id"] = arrays["game_id"] + base["game_id"].max() + 1
     joined = {k: np.concatenate([base[k], arrays[k].astype(base[k].dtype)]) for k in base}
     shapes = {k: list(v.shape) for k, v in joined.items()}
-    meta = dict(meta, rows=len(joined["inputs"]), shapes=shapes)
+    round_ = {"base": args.base, "students": args.students, "teacher": args.teacher,
+              "solve_from": args.solve_from, "student_games": games.num_rows, **counts}  # fmt: skip
+    rounds = [*meta.get("dagger", []), round_]
+    meta = dict(meta, rows=len(joined["inputs"]), shapes=shapes, dagger=rounds)
     encode.save(joined, meta, args.out)
-    print(
-        json.dumps(
-            {
-                "student_games": games.num_rows,
-                "teacher": args.teacher,
-                "solve_from": args.solve_from,
-                **counts,
-                "rows": meta["rows"],
-                "seconds": round(time.perf_counter() - start, 1),
-            }
-        )
-    )
+    seconds = round(time.perf_counter() - start, 1)
+    print(json.dumps({**round_, "rows": meta["rows"], "seconds": seconds}))
 
 
 if __name__ == "__main__":

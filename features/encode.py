@@ -21,6 +21,7 @@ sample; `ENCODINGS` names them for `gridbots encode`.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -377,26 +378,33 @@ def encode_dataset(
 
 def save(arrays: dict[str, np.ndarray], meta: dict[str, Any], path: str | Path) -> Path:
     """Writes `.npz` (arrays plus a `meta` JSON string) or `.parquet` (one row per sample, each
-    array a list column, shapes and encoding in the schema metadata)."""
+    array a list column, shapes and encoding in the schema metadata), under a temporary name
+    renamed when complete: a killed writer never leaves a truncated file at `path`."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        columns = {}
-        for key, values in arrays.items():
-            flat = values.reshape(len(values), -1)
-            width = flat.shape[1]
-            if values.ndim == 1:
-                columns[key] = pa.array(values)
-            else:
-                columns[key] = pa.FixedSizeListArray.from_arrays(pa.array(flat.ravel()), width)
-        table = pa.table(columns).replace_schema_metadata({"gridbots": json.dumps(meta)})
-        pq.write_table(table, path)
-    elif path.suffix == ".npz":
-        np.savez_compressed(path, meta=np.array(json.dumps(meta)), **arrays)
-    else:
+    if path.suffix not in (".npz", ".parquet"):
         raise DataError(f"output {path} must end in .npz or .parquet")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+    try:
+        if path.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            columns = {}
+            for key, values in arrays.items():
+                flat = values.reshape(len(values), -1)
+                if values.ndim == 1:
+                    columns[key] = pa.array(values)
+                else:
+                    columns[key] = pa.FixedSizeListArray.from_arrays(
+                        pa.array(flat.ravel()), flat.shape[1]
+                    )
+            table = pa.table(columns).replace_schema_metadata({"gridbots": json.dumps(meta)})
+            pq.write_table(table, temp)
+        else:
+            np.savez_compressed(temp, meta=np.array(json.dumps(meta)), **arrays)
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
     return path
 
 

@@ -202,12 +202,7 @@ def encode(root: Path, g: int, game: Any) -> Path:
     meta = {"encoding": "planes", "game": game.spec(), "generation": g,
             "manifest_hash": read_manifest(folder)["content_hash"],
             "rows": len(arrays["planes"])}  # fmt: skip
-    temp = out.with_name(f".{out.stem}.{os.getpid()}.tmp.npz")
-    try:
-        save(arrays, meta, temp)
-        os.replace(temp, out)
-    finally:
-        temp.unlink(missing_ok=True)
+    save(arrays, meta, out)
     return out
 
 

@@ -7,6 +7,8 @@ masks must be the transformed ones of the original game.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -398,3 +400,35 @@ def test_replayed_positions_hold_every_ply_and_agree_with_the_recorded_decisions
     assert sparse.num_rows == sum(1 for p in every["ply"].to_pylist() if p % 3 == 0)
     arrays = enc.value_planes(sparse, game)
     assert np.array_equal(arrays["outcome"][1::2], -arrays["outcome"][0::2])
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".parquet"])
+def test_save_replaces_the_file_only_when_complete(tmp_path, monkeypatch, suffix):
+    out = tmp_path / f"arrays{suffix}"
+    first = {"inputs": np.arange(6, dtype=np.int8).reshape(3, 2)}
+
+    def meta(arrays, name):
+        return {
+            "encoding": name,
+            "shapes": {k: list(v.shape) for k, v in arrays.items()},
+            "dtypes": {k: str(v.dtype) for k, v in arrays.items()},
+        }
+
+    enc.save(first, meta(first, "first"), out)
+    written = out.read_bytes()
+
+    def killed_midway(path):
+        Path(path).write_bytes(b"half a file")
+        raise KeyboardInterrupt
+
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr(np, "savez_compressed", lambda path, **arrays: killed_midway(path))
+    monkeypatch.setattr(pq, "write_table", lambda table, path: killed_midway(path))
+    with pytest.raises(KeyboardInterrupt):
+        second = {"inputs": np.zeros((5, 2), dtype=np.int8)}
+        enc.save(second, meta(second, "second"), out)
+    assert out.read_bytes() == written
+    assert [p.name for p in tmp_path.iterdir()] == [out.name]
+    arrays, kept = enc.load(out)
+    assert np.array_equal(arrays["inputs"], first["inputs"]) and kept["encoding"] == "first"

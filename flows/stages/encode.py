@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +30,7 @@ def encode_dataset(directory: Path, encoding: str, options: dict, out: Path) -> 
 
     arrays, meta = run(directory, encoding, **options)
     meta["manifest_hash"] = read_manifest(directory)["content_hash"]
-    temp = out.with_name(f".{out.stem}.{os.getpid()}.tmp{out.suffix}")
-    try:
-        save(arrays, meta, temp)
-        os.replace(temp, out)
-    finally:
-        temp.unlink(missing_ok=True)
+    save(arrays, meta, out)
     return {"rows": meta["rows"], "shapes": meta["shapes"]}
 
 
