@@ -8,7 +8,11 @@ input rounds 0..T-1 and the targets rounds 1..T (features.encode already shifts 
 game teaches every one of its steps. On one-move rounds (`plies`) an every-seat model reads
 every game and weights each step by its mover's outcome instead (mover_passes); in a
 simultaneous game every seat acts each lap, so each seat's block is weighted by its own. With
-`boards` (`gridbots encode --boards`) each step's input also holds the board that round left.
+`boards` (`gridbots encode --boards`) each step's input also holds the board that round left;
+`conv` then reads that board through a small per-step convolutional encoder (filters per layer,
+"32-32") before the LSTMs: a dense layer over flat cells has to learn every line of four on its
+own, a 4×4 kernel sees each one wherever it sits. The ONNX input stays [n, T, bits], so the
+agent and its codec do not change.
 
 What the output represents, per step t of the input (rounds 0..t seen):
   loss `cce`: a softmax over num_actions + 1 classes for the learning seat's action in round
@@ -59,6 +63,8 @@ DEFAULTS: dict[str, Any] = {
     "player": 0,  # the learning seat; -1: every seat (one softmax block each, loss cce)
     "outcomes": "wins",  # rows to learn from (models.base.OUTCOMES): wins, draws+wins, all
     "holdout": 0.2,  # share of games held out
+    "conv": "0",  # board encoder (needs `boards`): filters per conv layer, "32-32"; 0: none
+    "conv_units": 128,  # dense units each step's conv features are folded into
     "seed": 0,
 }
 INPUT_NAME = "sequence"
@@ -96,6 +102,32 @@ def _check(params: dict[str, Any]) -> None:
     if params["patience"] < 0:
         raise ModelError(f"lstm: patience={params['patience']} must be 0 (off) or more")
     cell_counts(params)
+    conv_filters(params)
+
+
+def conv_filters(params: dict[str, Any]) -> list[int]:
+    """Filters of each board conv layer from `conv` ([] when off)."""
+    try:
+        filters = [int(f) for f in str(params["conv"]).split("-")]
+    except ValueError:
+        raise ModelError(f"lstm: conv={params['conv']!r}: 0 or filters like 32-32") from None
+    if filters == [0]:
+        return []
+    if min(filters) < 1 or int(params["conv_units"]) < 1:
+        raise ModelError(f"lstm: conv={params['conv']!r} and conv_units need positive counts")
+    return filters
+
+
+def board_shape(game, meta: dict[str, Any], params: dict[str, Any]) -> tuple[int, int, int] | None:
+    """(blocks, H, W) of each step's board bits when `conv` reads them, else None."""
+    if not conv_filters(params):
+        return None
+    if not sequence_framing(meta)["boards"]:
+        raise ModelError("lstm: conv reads boards: encode with `gridbots encode --boards`")
+    from agents.sequence_codec import board_width
+
+    height, width = np.asarray(game.board_codes(game.new_initial_state().array[None])).shape[1:]
+    return board_width(game) // (height * width), int(height), int(width)
 
 
 def learner_actions(arrays: dict[str, np.ndarray], meta: dict[str, Any], game, player: int):
@@ -185,12 +217,32 @@ def prepare(arrays: dict[str, np.ndarray], meta: dict[str, Any], params: dict[st
 
 
 def build(
-    params: dict[str, Any], steps: int, features: int, classes: int, keras: Any, seats: int = 1
+    params: dict[str, Any],
+    steps: int,
+    features: int,
+    classes: int,
+    keras: Any,
+    seats: int = 1,
+    board: tuple[int, int, int] | None = None,
 ):
-    """The recurrent architecture (uncompiled); `seats` > 1: one softmax block per seat."""
+    """The recurrent architecture (uncompiled); `seats` > 1: one softmax block per seat; `board`
+    (blocks, H, W): the last blocks*H*W features of each step are a board read by convolutions."""
     layers = keras.layers
     inputs = keras.Input((steps, features), name=INPUT_NAME)
     x = inputs
+    if board is not None:
+        blocks, height, width = board
+        split = features - blocks * height * width  # moves first, then the board bits
+        moves = layers.Lambda(lambda t: t[..., :split])(inputs)
+        planes = layers.Lambda(lambda t: t[..., split:])(inputs)
+        planes = layers.Reshape((steps, blocks, height, width))(planes)
+        planes = layers.Permute((1, 3, 4, 2))(planes)  # channels last
+        for i, filters in enumerate(conv_filters(params)):
+            conv = layers.Conv2D(filters, 4 if i == 0 else 3, padding="same", activation="relu")
+            planes = layers.TimeDistributed(conv)(planes)
+        planes = layers.Reshape((steps, -1))(planes)
+        planes = layers.Dense(int(params["conv_units"]), activation="relu")(planes)
+        x = layers.Concatenate()([moves, planes])
     for cells in cell_counts(params):
         x = layers.LSTM(cells, return_sequences=True, dropout=float(params["dropout"]))(x)
     if params["dense"]:
@@ -246,7 +298,8 @@ def train(
     train_rows, test_rows = split_by_game(game_id, params["holdout"], params["seed"])
     keras = keras_seeded(params["seed"])
     seats = game.num_players if int(params["player"]) < 0 else 1
-    model = build(params, inputs.shape[1], inputs.shape[2], classes, keras, seats)
+    board = board_shape(game, meta, params)
+    model = build(params, inputs.shape[1], inputs.shape[2], classes, keras, seats, board)
     loss = "categorical_crossentropy" if params["loss"] == "cce" else "mse"
     model.compile(optimizer=keras.optimizers.Adam(params["learning_rate"]), loss=loss)
 

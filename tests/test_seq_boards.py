@@ -113,3 +113,40 @@ def test_a_simultaneous_every_seat_lstm_imitates_each_seat_by_its_own_result():
         for seat in range(2):
             assert (weights[row, :, seat].sum() > 0) == (returns[gid][seat] > 0)
     assert any(r[1] > 0 for r in returns.values()) and any(r[0] > 0 for r in returns.values())
+
+
+def test_a_conv_lstm_reads_each_board_as_planes_and_plays_from_its_export(tmp_path):
+    """`conv` folds each step's board bits back into [H, W, seats] planes before the
+    convolutions: a single bit of seat 1 at cell (row 2, column 5) must land at exactly that
+    plane cell; a really trained conv model exports with parity and `seq:` plays from it."""
+    from models import lstm
+    from models.export import keras_seeded
+
+    game = load_game("connect4")
+    keras = keras_seeded(0)
+    params = {**lstm.DEFAULTS, "conv": "4"}
+    meta = {"encoding": "qualitative", "game": "connect4", "options": {"plies": 1, "boards": 1}}
+    board = lstm.board_shape(game, meta, params)
+    assert board == (2, 6, 7)
+    model = lstm.build(params, 3, 16 + 84, 8, keras, board=board)
+    permute = next(layer for layer in model.layers if layer.name.startswith("permute"))
+    planes = keras.Model(model.inputs, permute.output)
+    x = np.zeros((1, 3, 100), dtype=np.float32)
+    x[0, 1, 16 + 42 + 2 * 7 + 5] = 1.0
+    seen = np.asarray(planes(x))
+    assert seen.shape == (1, 3, 6, 7, 2)
+    assert seen[0, 1, 2, 5, 1] == 1.0 and seen.sum() == 1.0
+    with pytest.raises(ModelError, match="--boards"):
+        lstm.board_shape(game, {**meta, "options": {"plies": 1}}, params)
+    with pytest.raises(ModelError, match="conv="):
+        lstm.train({}, meta, {"conv": "wide"}, tmp_path / "bad")
+
+    games, sequences = copycat_games(40)
+    arrays = enc.qualitative(sequences, game, plies=True, boards=True, games=games)
+    trained = {"conv": "4", "conv_units": 8, "cells": "8", "dense_units": 8, "epochs": 2,
+               "batch_size": 16, "outcomes": "all"}  # fmt: skip
+    result = lstm.train(arrays, meta, trained, tmp_path / "m")
+    assert result.metrics["parity_max_abs_diff"] < 1e-4
+    agent = make(f"seq:model={result.artifact},guards=none", game, seed=0)
+    state = game.state_from_history([3, 4])
+    assert agent.step(state) in state.legal_actions()
