@@ -148,5 +148,6 @@ def test_a_conv_lstm_reads_each_board_as_planes_and_plays_from_its_export(tmp_pa
     result = lstm.train(arrays, meta, trained, tmp_path / "m")
     assert result.metrics["parity_max_abs_diff"] < 1e-4
     agent = make(f"seq:model={result.artifact},guards=none", game, seed=0)
+    assert agent.predictor.boards  # the artifact says it reads boards: seq: replays them
     state = game.state_from_history([3, 4])
     assert agent.step(state) in state.legal_actions()
