@@ -261,7 +261,11 @@ class OnnxSequencePredictor(Predictor):
         self.output = self.session.get_outputs()[0].name
         self.game = game
         length = self.input.shape[1] if len(self.input.shape) == 3 else None
-        self.window = length if isinstance(length, int) and length > 0 else None
+        # a fixed time axis is padded to; a free one (`lstm` exports since 2026-12-06) is fed
+        # only the rounds played, up to the length the model was trained on
+        self.padded = isinstance(length, int) and length > 0
+        trained = str(meta.get("gridbots.length", ""))
+        self.window = length if self.padded else int(trained) if trained.isdigit() else None
 
     def _encode(self, rounds: np.ndarray, boards: np.ndarray | None) -> np.ndarray:
         g = self.game
@@ -285,7 +289,7 @@ class OnnxSequencePredictor(Predictor):
             context = context[-self.window :]
             boards = boards[-self.window :] if boards is not None else None
         last = len(context) - 1
-        size = self.window or len(context)
+        size = self.window if self.padded else len(context)
         padded = np.full((size, g.num_players), g.neutral_action, dtype=np.int64)
         padded[: len(context)] = context
         board_rows = None

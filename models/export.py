@@ -52,14 +52,16 @@ def keras_outputs(model: Any, inputs: Any, batch: int = 256) -> Any:
     return joined if len(joined) > 1 else joined[0]
 
 
-def _convert(model: Any, input_name: Any, sample: Any, opset: int) -> Any:
-    """The raw ONNX ModelProto of `model` (inputs named as given, batch axis free)."""
+def _convert(model: Any, input_name: Any, sample: Any, opset: int, free_steps: bool) -> Any:
+    """The raw ONNX ModelProto of `model` (inputs named as given, batch axis free; with
+    `free_steps` the second, time axis too)."""
     import onnx
 
     tf = import_tensorflow()
     logging.getLogger("tf2onnx").setLevel(logging.ERROR)  # "freezing failed, fixing" chatter
+    free = 2 if free_steps else 1
     specs = [
-        tf.TensorSpec((None, *array.shape[1:]), tf.float32, name=name)
+        tf.TensorSpec((None,) * free + tuple(array.shape[free:]), tf.float32, name=name)
         for name, array in zip(_as_list(input_name), _as_list(sample), strict=True)
     ]
     signature = [specs] if isinstance(input_name, list | tuple) else specs
@@ -72,10 +74,16 @@ def _convert(model: Any, input_name: Any, sample: Any, opset: int) -> Any:
 
 
 def _tidy(
-    proto: Any, input_name: Any, output_name: Any, metadata: dict[str, str], out_shape: Any
+    proto: Any,
+    input_name: Any,
+    output_name: Any,
+    metadata: dict[str, str],
+    out_shape: Any,
+    free_steps: bool = False,
 ) -> Any:
-    """Names the graph's inputs and outputs (in order) and the batch axis, writes the outputs'
-    other dimensions (tf2onnx may leave them unknown) and sets metadata_props."""
+    """Names the graph's inputs and outputs (in order) and the batch axis (and with
+    `free_steps` the time axis), writes the outputs' other dimensions (tf2onnx may leave them
+    unknown) and sets metadata_props."""
     import onnx
 
     graph = proto.graph
@@ -93,13 +101,15 @@ def _tidy(
         node.output[:] = [renames.get(name, name) for name in node.output]
     for value in (*graph.input, *graph.output):
         value.name = renames.get(value.name, value.name)
-        first = value.type.tensor_type.shape.dim[0]
-        first.Clear()
-        first.dim_param = "batch"
+        free = ("batch", "steps") if free_steps else ("batch",)
+        for dim, name in zip(value.type.tensor_type.shape.dim, free, strict=False):
+            dim.Clear()
+            dim.dim_param = name
     for value, shape in zip(graph.output, shapes, strict=True):
         dims = value.type.tensor_type.shape.dim
         if len(dims) == len(shape):
-            for dim, size in zip(dims[1:], shape[1:], strict=True):
+            fixed = 2 if free_steps else 1
+            for dim, size in zip(dims[fixed:], shape[fixed:], strict=True):
                 dim.Clear()
                 dim.dim_value = int(size)
     write_metadata(proto, metadata)
@@ -154,6 +164,12 @@ def parity(model: Any, onnx_path: str | Path, inputs: Any) -> dict[str, Any]:
     }
 
 
+def _shape_named(array: np.ndarray, free_steps: bool) -> list:
+    """An input's shape as exported: its free axes by name, the rest as numbers."""
+    free = ["batch", "steps"] if free_steps else ["batch"]
+    return [*free, *array.shape[len(free) :]]
+
+
 def export_keras(
     model: Any,
     path: str | Path,
@@ -164,8 +180,13 @@ def export_keras(
     tolerance: float = TOLERANCE,
     opset: int = OPSET,
     report_path: str | Path | None = None,
+    free_steps: bool = False,
 ) -> dict[str, Any]:
     """Writes `path` (ONNX) only if it matches Keras on `held_out`; returns the parity report.
+
+    `free_steps` leaves the time axis (the second) of every input and output free, for a
+    sequence model built on `Input((None, F))`: a player then feeds only the steps it has
+    instead of padding to the trained length; parity is then also checked on a prefix.
 
     A model with several inputs or outputs passes lists: `held_out` one array per input, and
     the names in the model's input and output order. The report (JSON, `report_path` or
@@ -187,12 +208,17 @@ def export_keras(
     out_shape = [tuple(np.shape(o)) for o in _as_list(keras_outputs(model, first))]
     if not isinstance(output_name, list | tuple):
         out_shape = out_shape[0]
-    proto = _convert(model, input_name, samples, opset)
-    proto = _tidy(proto, input_name, output_name, metadata, out_shape)
+    proto = _convert(model, input_name, samples, opset, free_steps)
+    proto = _tidy(proto, input_name, output_name, metadata, out_shape, free_steps)
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         temp.write_bytes(proto.SerializeToString())
         check = parity(model, temp, samples)
+        if free_steps:  # the free axis must hold at a length other than the samples' own
+            prefix = [a[:, : max(1, a.shape[1] // 3)] for a in _as_list(samples)]
+            short = parity(model, temp, prefix if several else prefix[0])
+            check["max_abs_diff"] = max(check["max_abs_diff"], short["max_abs_diff"])
+            check["prefix_steps"] = int(prefix[0].shape[1])
         report = {
             "passed": bool(check["max_abs_diff"] <= tolerance),
             "tolerance": tolerance,
@@ -203,9 +229,9 @@ def export_keras(
             "input": input_name,
             "output": output_name,
             "input_shape": (
-                [["batch", *a.shape[1:]] for a in arrays]
+                [_shape_named(a, free_steps) for a in arrays]
                 if several
-                else ["batch", *arrays[0].shape[1:]]
+                else _shape_named(arrays[0], free_steps)
             ),
             "artifact": str(path),
             "seconds": round(time.perf_counter() - started, 3),

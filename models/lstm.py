@@ -218,7 +218,7 @@ def prepare(arrays: dict[str, np.ndarray], meta: dict[str, Any], params: dict[st
 
 def build(
     params: dict[str, Any],
-    steps: int,
+    steps: int | None,
     features: int,
     classes: int,
     keras: Any,
@@ -226,7 +226,9 @@ def build(
     board: tuple[int, int, int] | None = None,
 ):
     """The recurrent architecture (uncompiled); `seats` > 1: one softmax block per seat; `board`
-    (blocks, H, W): the last blocks*H*W features of each step are a board read by convolutions."""
+    (blocks, H, W): the last blocks*H*W features of each step are a board read by convolutions.
+    `steps` None leaves the time axis free (the export: every layer works step by step and
+    forward in time, so a player's prefix gives the outputs the padded length gives there)."""
     layers = keras.layers
     inputs = keras.Input((steps, features), name=INPUT_NAME)
     x = inputs
@@ -234,13 +236,23 @@ def build(
         blocks, height, width = board
         split = features - blocks * height * width  # moves first, then the board bits
         moves = layers.Lambda(lambda t: t[..., :split])(inputs)
-        planes = layers.Lambda(lambda t: t[..., split:])(inputs)
-        planes = layers.Reshape((steps, blocks, height, width))(planes)
-        planes = layers.Permute((1, 3, 4, 2))(planes)  # channels last
+        ops = keras.ops
+        # every step's board is one image: time folds into the batch axis by a plain reshape
+        # (TimeDistributed exports wrongly on a free time axis), then unfolds after the convs
+        planes = layers.Lambda(
+            lambda t: ops.transpose(
+                ops.reshape(t[..., split:], (-1, blocks, height, width)), (0, 2, 3, 1)
+            ),
+            name="board_planes",  # [batch * steps, H, W, seats]
+        )(inputs)
         for i, filters in enumerate(conv_filters(params)):
             conv = layers.Conv2D(filters, 4 if i == 0 else 3, padding="same", activation="relu")
-            planes = layers.TimeDistributed(conv)(planes)
-        planes = layers.Reshape((steps, -1))(planes)
+            planes = conv(planes)
+        per_step = height * width * conv_filters(params)[-1]
+        planes = layers.Lambda(
+            lambda pair: ops.reshape(pair[0], (ops.shape(pair[1])[0], -1, per_step)),
+            name="board_features",  # [batch, steps, H * W * filters]
+        )([planes, inputs])
         planes = layers.Dense(int(params["conv_units"]), activation="relu")(planes)
         x = layers.Concatenate()([moves, planes])
     for cells in cell_counts(params):
@@ -248,7 +260,7 @@ def build(
     if params["dense"]:
         x = layers.Dense(int(params["dense_units"]), activation=params["activation"])(x)
     if params["loss"] == "cce" and seats > 1:
-        x = layers.Reshape((steps, seats, classes))(layers.Dense(seats * classes)(x))
+        x = layers.Reshape((-1, seats, classes))(layers.Dense(seats * classes)(x))
         outputs = layers.Softmax(axis=-1, name=OUTPUT_NAME)(x)
     elif params["loss"] == "cce":
         outputs = layers.Dense(classes, activation="softmax", name=OUTPUT_NAME)(x)
@@ -344,8 +356,12 @@ def train(
                 + (", one block per seat" if seats > 1 else "")
                 if params["loss"] == "cce" else "the seat's action in the next round, a number"),
     )  # fmt: skip
-    report = export_keras(model, out_dir / "model.onnx", x_test, metadata, INPUT_NAME,
-                          OUTPUT_NAME, report_path=out_dir / "parity.json")  # fmt: skip
+    # the same weights on a free time axis: `seq:` feeds the rounds it has, not the padding
+    player_model = build(params, None, inputs.shape[2], classes, keras, seats, board)
+    player_model.set_weights(model.get_weights())
+    report = export_keras(player_model, out_dir / "model.onnx", x_test, metadata, INPUT_NAME,
+                          OUTPUT_NAME, report_path=out_dir / "parity.json",
+                          free_steps=True)  # fmt: skip
     final = {k: v[-1] for k, v in history.items()}
     counted = (_per_seat(w_test, a_test) > 0) & (a_test != neutral)
     metrics = {

@@ -85,9 +85,10 @@ def test_mse_on_quantitative_inputs_exports_one_number_per_step(trained, tmp_pat
     meta = {"encoding": "quantitative", "game": "connect4"}
     result = lstm.train(arrays, meta, params, tmp_path / "model")
     runner = session(result.artifact)
-    assert runner.get_inputs()[0].shape == ["batch", 20, 2]
-    assert runner.get_outputs()[0].shape[1:] == [20, 1]
-    assert runner.get_modelmeta().custom_metadata_map["gridbots.loss"] == "mse"
+    assert runner.get_inputs()[0].shape == ["batch", "steps", 2]  # played rounds, no padding
+    assert runner.get_outputs()[0].shape[1:] == ["steps", 1]
+    meta = runner.get_modelmeta().custom_metadata_map
+    assert (meta["gridbots.loss"], meta["gridbots.length"]) == ("mse", "20")
     assert result.metrics["parity_max_abs_diff"] <= 1e-4
     assert set(result.history) >= {"loss", "val_loss", "val_accuracy"}
 

@@ -12,7 +12,7 @@ from test_onnx_eval import linear_model
 from test_seq_agent import bike_games
 
 from agents import make
-from agents.seq_agent import history_steps
+from agents.seq_agent import history_rounds, history_steps, neutral_scores
 from agents.sequence_codec import board_width, step_boards
 from engine import load_game
 from features import encode as enc
@@ -129,13 +129,12 @@ def test_a_conv_lstm_reads_each_board_as_planes_and_plays_from_its_export(tmp_pa
     board = lstm.board_shape(game, meta, params)
     assert board == (2, 6, 7)
     model = lstm.build(params, 3, 16 + 84, 8, keras, board=board)
-    permute = next(layer for layer in model.layers if layer.name.startswith("permute"))
-    planes = keras.Model(model.inputs, permute.output)
+    planes = keras.Model(model.inputs, model.get_layer("board_planes").output)
     x = np.zeros((1, 3, 100), dtype=np.float32)
     x[0, 1, 16 + 42 + 2 * 7 + 5] = 1.0
     seen = np.asarray(planes(x))
-    assert seen.shape == (1, 3, 6, 7, 2)
-    assert seen[0, 1, 2, 5, 1] == 1.0 and seen.sum() == 1.0
+    assert seen.shape == (3, 6, 7, 2)  # steps folded into the batch, one image each
+    assert seen[1, 2, 5, 1] == 1.0 and seen.sum() == 1.0
     with pytest.raises(ModelError, match="--boards"):
         lstm.board_shape(game, {**meta, "options": {"plies": 1}}, params)
     with pytest.raises(ModelError, match="conv="):
@@ -151,3 +150,25 @@ def test_a_conv_lstm_reads_each_board_as_planes_and_plays_from_its_export(tmp_pa
     assert agent.predictor.boards  # the artifact says it reads boards: seq: replays them
     state = game.state_from_history([3, 4])
     assert agent.step(state) in state.legal_actions()
+
+    # the export's time axis is free: `seq:` feeds the rounds played, not the trained padding,
+    # and a causal network gives at the last played step what the padded input gives there
+    predictor = agent.predictor
+    assert predictor.input.shape[1] == "steps" and not predictor.padded
+    assert predictor.window == arrays["inputs"].shape[1]
+    state = game.state_from_history([3, 4, 3, 2, 5])
+    context = history_rounds(game, state, plies=True)
+    boards = step_boards(game, history_steps(game, state)[1])
+    n = len(context)
+    padded = np.full((predictor.window, 2), game.neutral_action, dtype=np.int64)
+    padded[:n] = context
+    padded_boards = np.zeros((predictor.window, boards.shape[1]), dtype=np.int8)
+    padded_boards[:n] = boards
+    run = predictor.session.run
+    short = run(None, {"sequence": predictor._encode(context, boards)[None]})[0]
+    full = run(None, {"sequence": predictor._encode(padded, padded_boards)[None]})[0]
+    assert short.shape[1] == n and full.shape[1] == predictor.window
+    np.testing.assert_allclose(short[0, -1], full[0, n - 1], atol=1e-5)
+    np.testing.assert_allclose(
+        predictor.scores(context, 0, boards), neutral_scores(full[0, n - 1], game.neutral_action)
+    )

@@ -100,7 +100,7 @@ def test_an_every_seat_lstm_exports_with_parity_and_plays_each_seat_by_registry_
         meta = session.get_modelmeta().custom_metadata_map
         assert (meta["gridbots.seats"], meta["gridbots.player"]) == ("2", "-1")
         rounds = history_rounds(game, state)
-        window = session.get_inputs()[0].shape[1]
+        window = int(meta["gridbots.length"])  # trained length; the input's time axis is free
         padded = np.full((window, 2), game.neutral_action, dtype=np.int64)
         padded[: len(rounds)] = rounds
         x = one_hot_actions(padded, game.num_actions, game.neutral_action)[None]
