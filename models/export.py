@@ -59,7 +59,7 @@ def _convert(model: Any, input_name: Any, sample: Any, opset: int, free_steps: b
 
     tf = import_tensorflow()
     logging.getLogger("tf2onnx").setLevel(logging.ERROR)  # "freezing failed, fixing" chatter
-    free = 2 if free_steps else 1
+    free = len(free_axes(free_steps))
     specs = [
         tf.TensorSpec((None,) * free + tuple(array.shape[free:]), tf.float32, name=name)
         for name, array in zip(_as_list(input_name), _as_list(sample), strict=True)
@@ -87,6 +87,7 @@ def _tidy(
     import onnx
 
     graph = proto.graph
+    free = free_axes(free_steps)
     inputs, outputs = _as_list(input_name), _as_list(output_name)
     shapes = out_shape if isinstance(output_name, list | tuple) else [out_shape]
     if len(graph.input) != len(inputs) or len(graph.output) != len(outputs):
@@ -101,15 +102,13 @@ def _tidy(
         node.output[:] = [renames.get(name, name) for name in node.output]
     for value in (*graph.input, *graph.output):
         value.name = renames.get(value.name, value.name)
-        free = ("batch", "steps") if free_steps else ("batch",)
         for dim, name in zip(value.type.tensor_type.shape.dim, free, strict=False):
             dim.Clear()
             dim.dim_param = name
     for value, shape in zip(graph.output, shapes, strict=True):
         dims = value.type.tensor_type.shape.dim
         if len(dims) == len(shape):
-            fixed = 2 if free_steps else 1
-            for dim, size in zip(dims[fixed:], shape[fixed:], strict=True):
+            for dim, size in zip(dims[len(free) :], shape[len(free) :], strict=True):
                 dim.Clear()
                 dim.dim_value = int(size)
     write_metadata(proto, metadata)
@@ -164,9 +163,14 @@ def parity(model: Any, onnx_path: str | Path, inputs: Any) -> dict[str, Any]:
     }
 
 
+def free_axes(free_steps: bool) -> tuple[str, ...]:
+    """The names of an export's leading free axes: the batch, and with `free_steps` time."""
+    return ("batch", "steps") if free_steps else ("batch",)
+
+
 def _shape_named(array: np.ndarray, free_steps: bool) -> list:
     """An input's shape as exported: its free axes by name, the rest as numbers."""
-    free = ["batch", "steps"] if free_steps else ["batch"]
+    free = free_axes(free_steps)
     return [*free, *array.shape[len(free) :]]
 
 
