@@ -134,18 +134,28 @@ def step_history(kernels, initial: np.ndarray, history, num_players: int, neutra
     return actions, np.array(after, dtype=np.int64).reshape(len(after), s.shape[0])
 
 
-def board_one_hot(codes: np.ndarray, player: np.ndarray, num_players: int, deadly: bool):
+def board_one_hot(codes: np.ndarray, player: np.ndarray, num_players: int, deadly: bool,
+                  necks: bool = False) -> np.ndarray:  # fmt: skip
     """[n, H, W] board codes → [n, blocks * H * W] int8: one block per player, the row's player
-    first then the next seats in order (Othello: 64 own + 64 opponent), and a last block of
-    deadly tiles when `deadly`."""
+    first then the next seats in order (Othello: 64 own + 64 opponent), a block of deadly tiles
+    (every negative code) when `deadly`, then one block of necks per player in the same order
+    when `necks` (Game.neck_tiles)."""
     codes = np.asarray(codes)
     n = len(codes)
     flat = codes.reshape(n, -1)
     player = np.asarray(player, dtype=np.int64)
-    blocks = [flat == ((player + k) % num_players + 1)[:, None] for k in range(num_players)]
+    owners = [((player + k) % num_players + 1)[:, None] for k in range(num_players)]
+    blocks = [flat == owner for owner in owners]
     if deadly:
-        blocks.append(flat == -1)
+        blocks.append(flat < 0)
+    if necks:
+        blocks += [flat == -(owner + 1) for owner in owners]
     return np.concatenate(blocks, axis=1).astype(np.int8)
+
+
+def board_blocks(game) -> tuple[bool, bool]:
+    """(deadly, necks): the optional blocks of the game's `board_one_hot`."""
+    return bool(getattr(game, "deadly_tiles", False)), bool(getattr(game, "neck_tiles", False))
 
 
 def step_boards(game, states: np.ndarray) -> np.ndarray:
@@ -158,8 +168,7 @@ def step_boards(game, states: np.ndarray) -> np.ndarray:
     if len(states) == 0:
         return np.zeros((0, board_width(game)), dtype=np.int8)
     codes = np.asarray(hook(states), dtype=np.int8)
-    deadly = bool(getattr(game, "deadly_tiles", False))
-    return board_one_hot(codes, np.zeros(len(codes)), game.num_players, deadly)
+    return board_one_hot(codes, np.zeros(len(codes)), game.num_players, *board_blocks(game))
 
 
 def board_width(game) -> int:

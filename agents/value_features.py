@@ -6,7 +6,8 @@ the per-state encoders live here, on the same game hooks features.encode uses:
 
   board-onehot  the game's `board_codes` of the state; one block of H*W bits per player, the
                 side to move's block first, then the next seats in order, then (games with
-                deadly tiles) a block of -1 tiles
+                deadly tiles) a block of deadly tiles, then (games with neck tiles) one
+                block of necks per seat in the same order (agents.sequence_codec.board_one_hot)
   count-onehot  the set-cell count of every observation plane seen by the side to move, its
                 number of legal actions and of immediately winning actions, each a one-hot of
                 COUNT_LENGTH bits (counts beyond saturate)
@@ -25,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from agents.guards import immediate_wins, win_buffers
+from agents.sequence_codec import board_blocks, board_one_hot
 from engine.protocol import Game
 from engine.specialise import bind, generic
 
@@ -37,7 +39,8 @@ def input_size(game: Game, encoding: str) -> int:
     if encoding == "board-onehot":
         state = game.new_initial_state(seed=0).array
         cells = int(np.asarray(game.board_codes(state[None])).size)
-        return cells * (game.num_players + int(bool(game.deadly_tiles)))
+        deadly, necks = board_blocks(game)
+        return cells * (game.num_players * (1 + necks) + deadly)
     if encoding == "count-onehot":
         return (game.observation_shape[0] + 2) * COUNT_LENGTH
     if encoding == "seat-observation":
@@ -99,7 +102,6 @@ class ValueEncoder:
         self.game = game
         self.encoding = encoding
         self.size = input_size(game, encoding)
-        self._deadly = bool(game.deadly_tiles)
         if encoding in ("seat-observation", "value-planes"):
             self._cells = int(np.prod(game.observation_shape))
             kernels = game.kernels
@@ -134,12 +136,9 @@ class ValueEncoder:
         return out
 
     def _board(self, states: np.ndarray, players: np.ndarray) -> np.ndarray:
-        n, num_players = len(states), self.game.num_players
-        flat = np.asarray(self.game.board_codes(states)).reshape(n, -1)
-        blocks = [flat == ((players + k) % num_players + 1)[:, None] for k in range(num_players)]
-        if self._deadly:
-            blocks.append(flat == -1)
-        return np.concatenate(blocks, axis=1).astype(np.float32)
+        codes = self.game.board_codes(states)
+        bits = board_one_hot(codes, players, self.game.num_players, *board_blocks(self.game))
+        return bits.astype(np.float32)
 
 
 def encode_state(game: Game, state_array: np.ndarray, player: int, encoding: str) -> np.ndarray:

@@ -131,6 +131,9 @@ class Game:
     sequence_length: ClassVar[int | None] = None
     #: whether board codes use -1 for deadly tiles (Lazerbike trails)
     deadly_tiles: ClassVar[bool] = False
+    #: whether board codes mark the tile each moving piece just left as -(p + 2) (deadly like
+    #: -1): one picture then shows every heading, which a move relative to it needs (Lazerbike)
+    neck_tiles: ClassVar[bool] = False
     #: `symmetries() -> [(observation_permutation, action_permutation), ...]`, identity first
     symmetries: ClassVar[Callable | None] = None
     #: `heuristic_action(state, player, options) -> action`: the game's hand-written policy

@@ -4,8 +4,10 @@ Pure functions of a table and its game; nothing here knows a game's rules. What 
 say about itself comes through optional hooks on its Game class:
 
   board_codes(states [n, state_size]) -> int8 [n, H, W]   0 empty, p + 1 player p's piece or
-                                                            head, -1 deadly tile
+                                                            head, -1 deadly tile,
+                                                            -(p + 2) the tile p's piece left
   deadly_tiles: bool                                       its board codes use -1
+  neck_tiles: bool                                         they use -(p + 2) too
   symmetries() -> [(observation_perm, action_perm), ...]   see features/symmetry.py
   sequence_length: int                                     default window of the sequence
                                                             encoders (the study's: 20 rounds
@@ -31,6 +33,7 @@ import pyarrow as pa
 
 from agents.sequence_codec import (  # noqa: F401 (EncodingError, decode_… are re-exported)
     EncodingError,
+    board_blocks,
     board_one_hot,
     board_width,
     decode_one_hot_actions,
@@ -184,13 +187,13 @@ def board_codes(positions: Any, game) -> dict[str, np.ndarray]:
     return {"codes": codes, **info}
 
 
-def decode_board_one_hot(
-    bits: np.ndarray, player: np.ndarray, num_players: int, shape: tuple[int, int], deadly: bool
-) -> np.ndarray:
+def decode_board_one_hot(bits: np.ndarray, player: np.ndarray, num_players: int,
+                         shape: tuple[int, int], deadly: bool,
+                         necks: bool = False) -> np.ndarray:  # fmt: skip
     """The inverse of `board_one_hot`: absolute codes [n, H, W]."""
     n = len(bits)
     cells = int(np.prod(shape))
-    blocks = np.asarray(bits).reshape(n, num_players + int(deadly), cells)
+    blocks = np.asarray(bits).reshape(n, num_players * (1 + int(necks)) + int(deadly), cells)
     codes = np.zeros((n, cells), dtype=np.int8)
     player = np.asarray(player, dtype=np.int64)
     for k in range(num_players):
@@ -198,14 +201,18 @@ def decode_board_one_hot(
         codes = np.where(blocks[:, k] == 1, owner[:, None], codes)
     if deadly:
         codes[blocks[:, num_players] == 1] = -1
+    if necks:
+        for k in range(num_players):
+            owner = ((player + k) % num_players + 1).astype(np.int8)
+            neck = blocks[:, num_players + int(deadly) + k] == 1
+            codes = np.where(neck, -(owner[:, None] + 1), codes)
     return codes.reshape(n, *shape)
 
 
 def board_onehot_encoding(positions: Any, game) -> dict[str, np.ndarray]:
     arrays = board_codes(positions, game)
     codes = arrays.pop("codes")
-    deadly = bool(getattr(game, "deadly_tiles", False))
-    arrays["board"] = board_one_hot(codes, arrays["player"], game.num_players, deadly)
+    arrays["board"] = board_one_hot(codes, arrays["player"], game.num_players, *board_blocks(game))
     return arrays
 
 

@@ -286,6 +286,7 @@ def _rebuild_checks(game, t: pa.Table, suite: Suite, mask: np.ndarray, state_siz
     buffer = np.empty(max(game.num_actions, 64), dtype=np.int64)
     observation = np.empty(int(np.prod(game.observation_shape)), dtype=np.float32)
     hook = getattr(game, "board_codes", None)
+    lowest = -(game.num_players + 1) if getattr(game, "neck_tiles", False) else -1
     for i in _sample(n, sample, seed + 1):
         player = int(t.column("player")[int(i)].as_py())
         if not size_ok[i] or not 0 <= player < game.num_players:
@@ -299,12 +300,12 @@ def _rebuild_checks(game, t: pa.Table, suite: Suite, mask: np.ndarray, state_siz
         features_ok[i] = np.array_equal(stored, observation)
         if hook is not None:
             codes = np.asarray(hook(s[None]))
-            codes_ok[i] = bool(((codes >= -1) & (codes <= game.num_players)).all())
+            codes_ok[i] = bool(((codes >= lowest) & (codes <= game.num_players)).all())
     says = "(sample) legal_mask == legal actions of the state rebuilt from `state`"
     suite.derived("mask_matches_state", mask_ok, says)
     says = "(sample) features == observation of the rebuilt state"
     suite.derived("features_match_state", features_ok, says)
-    says = f"(sample) board codes in -1..{game.num_players} (0 empty, p + 1, -1 deadly)"
+    says = f"(sample) board codes in {lowest}..{game.num_players} (0 empty, p + 1, -1 deadly)"
     suite.derived("board_codes_ok", codes_ok, says)
 
 

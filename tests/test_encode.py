@@ -167,16 +167,33 @@ def test_lazerbike_board_codes_mark_heads_and_deadly_trails():
     table = positions_table(bikes, [state], [1])
     codes = enc.board_codes(table, bikes)["codes"][0]
     assert codes[7, 3] == 1 and codes[7, 11] == 2
-    assert codes[7, 2] == -1 and codes[7, 12] == -1
+    assert codes[7, 2] == -2 and codes[7, 12] == -3  # the necks: each start tile, now trail
     assert (codes != 0).sum() == 4
     board = enc.board_onehot_encoding(table, bikes)["board"]
-    assert board.shape == (1, 3 * 225)  # own head, the other head, deadly tiles
+    assert board.shape == (1, 5 * 225)  # own head, the other head, deadly tiles, two necks
     assert np.flatnonzero(board[0]).tolist() == [
         7 * 15 + 11,
         225 + 7 * 15 + 3,
         450 + 7 * 15 + 2,
         450 + 7 * 15 + 12,
+        675 + 7 * 15 + 12,  # own (bike 1's) neck
+        900 + 7 * 15 + 2,
     ]
+    back = enc.decode_board_one_hot(board, np.array([1]), 2, (15, 15), deadly=True, necks=True)
+    assert (back[0] == codes).all()
+
+
+def test_lazerbike_necks_show_the_heading_a_relative_turn_needs():
+    bikes = load_game("lazerbike")
+    state = bikes.new_initial_state()
+    start = bikes.board_codes(state.array[None])[0]
+    assert (start < 0).sum() == 0  # no lap played, no trail and no neck
+    state.apply_actions([1, 1])
+    state.apply_actions([0, 2])  # bike 0 (heading E) turns left, bike 1 (heading W) right
+    codes = bikes.board_codes(state.array[None])[0]
+    assert codes[6, 3] == 1 and codes[7, 3] == -2  # head north of its neck: heading N
+    assert codes[6, 11] == 2 and codes[7, 11] == -3  # bike 1 also turned north
+    assert codes[7, 2] == -1 and codes[7, 12] == -1  # older trail is plain deadly
 
 
 def test_count_one_hot_by_hand():

@@ -51,9 +51,9 @@ def test_lazerbike_boards_hold_heads_and_deadly_trails():
     games, sequences = bike_games(5)
     arrays = enc.qualitative(sequences, game, boards=True, games=games)
     cells = 15 * 15
-    assert arrays["boards"].shape[-1] == 3 * cells  # two heads' blocks, then deadly tiles
+    assert arrays["boards"].shape[-1] == 5 * cells  # two heads, deadly tiles, two necks
     for record, row in zip(games.to_pylist(), range(0, 10, 2), strict=True):
-        boards = arrays["boards"][row].reshape(-1, 3, cells)
+        boards = arrays["boards"][row].reshape(-1, 5, cells)
         laps = record["length"]
         trails = boards[:laps, 2].sum(axis=1)
         assert (np.diff(trails) >= 0).all() and trails[-1] > trails[0]  # trails only grow

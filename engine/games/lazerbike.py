@@ -446,13 +446,20 @@ _STEPS = ((-1, 0), (0, 1), (1, 0), (0, -1))  # (row, col) step of headings N, E,
 
 def _board_codes(self, states: np.ndarray) -> np.ndarray:
     """Board codes of a batch of states as [n, 15, 15] int8 (row 0 = north): 0 free, -1 a
-    deadly tile (any trail, dead bikes' included), p + 1 the head of living bike p."""
+    deadly tile (any trail, dead bikes' included), p + 1 the head of living bike p, -(p + 2)
+    the trail tile that head came from (its neck; none before the first lap). Turns are
+    relative to the heading, and head plus neck show it where a lone head would not."""
     states = np.atleast_2d(np.asarray(states, dtype=np.int64))
     codes = np.where(states[:, :CELLS] != 0, -1, 0).astype(np.int8)
     rows = np.arange(len(states))
+    back = np.array([SIZE, -1, -SIZE, 1])  # the step back against heading N, E, S, W
     for p in range(MAX_BIKES):
         living = (p < states[:, NUM_PLAYERS]) & (states[:, ALIVE + p] != 0)
-        codes[rows[living], states[living, POS + p]] = p + 1
+        heads = states[living, POS + p]
+        moved = states[living, LAP] > 0
+        necks = heads[moved] + back[states[living, HEAD + p][moved]]
+        codes[rows[living][moved], necks] = -(p + 2)
+        codes[rows[living], heads] = p + 1
     return codes.reshape(len(states), SIZE, SIZE)
 
 
@@ -484,6 +491,7 @@ def _symmetries(self) -> list[tuple[np.ndarray, np.ndarray]]:
 Lazerbike.board_codes = _board_codes
 Lazerbike.symmetries = _symmetries
 Lazerbike.deadly_tiles = True
+Lazerbike.neck_tiles = True
 Lazerbike.sequence_length = 112  # the study's window
 
 
