@@ -12,6 +12,8 @@ from typing import Annotated
 
 import typer
 
+from flows.cli_options import SCENARIO, scenario_options
+
 
 def generate(
     game: Annotated[str, typer.Argument(help="Game name, optionally with parameters.")],
@@ -46,9 +48,16 @@ def generate(
     rotate: Annotated[
         bool, typer.Option("--rotate", help="Imitation: game i seats the agents i places on.")
     ] = False,
+    scenario: SCENARIO = None,
 ) -> None:
-    """Generates (or resumes) a dataset: DIR/{games,sequences,positions}/part-*.parquet."""
+    """Generates (or resumes) a dataset: DIR/{games,sequences,positions}/part-*.parquet.
+    `--scenario start=random` gives Lazerbike the seeded random starts that `gridbots match`
+    and tournaments play from (the default is the symmetric start)."""
     from features.store import generate_dataset, progress_bar
+
+    starts = scenario_options(scenario)
+    if opening is not None:
+        starts["opening"] = opening
 
     options = {
         "x": x,
@@ -58,7 +67,7 @@ def generate(
         "games": games,
         "agents": agents or None,
         "shard_size": shard_size,
-        "scenario": None if opening is None else {"opening": opening},
+        "scenario": starts or None,
         "rotate": rotate or None,
     }
     with progress_bar(f"{technique} {game}") as progress:

@@ -45,11 +45,19 @@ def keras_outputs(model: Any, inputs: Any, batch: int = 256) -> Any:
     arrays = _as_list(inputs)
     parts: list[list[np.ndarray]] = []
     for i in range(0, len(arrays[0]), batch):
-        chunk = [a[i : i + batch] for a in arrays]
+        chunk = [_floats(a[i : i + batch]) for a in arrays]
         out = model(chunk if isinstance(inputs, list | tuple) else chunk[0], training=False)
         parts.append([np.asarray(o) for o in _as_list(out)])
     joined = [np.concatenate([p[k] for p in parts], axis=0) for k in range(len(parts[0]))]
     return joined if len(joined) > 1 else joined[0]
+
+
+def _floats(array: Any) -> Any:
+    """Integer arrays (compact bit encodings, a quarter of float32's memory) as float32, the
+    dtype every model input has; anything else as it is."""
+    if isinstance(array, np.ndarray) and array.dtype.kind in "iub":
+        return array.astype(np.float32)
+    return array
 
 
 def _convert(model: Any, input_name: Any, sample: Any, opset: int, free_steps: bool) -> Any:
@@ -203,7 +211,7 @@ def export_keras(
     report_path = Path(report_path) if report_path else path.with_suffix(".parity.json")
     path.parent.mkdir(parents=True, exist_ok=True)
     several = isinstance(input_name, list | tuple)
-    arrays = [np.asarray(a, dtype=np.float32)[:PARITY_SAMPLES] for a in _as_list(held_out)]
+    arrays = [np.asarray(a[:PARITY_SAMPLES], dtype=np.float32) for a in _as_list(held_out)]
     if not len(arrays[0]):
         raise ModelError("export needs held-out inputs for its parity check; none were given")
     samples = arrays if several else arrays[0]
@@ -334,7 +342,8 @@ def row_batches(keras: Any, arrays: list[np.ndarray], rows: np.ndarray, batch_si
     `seed`; in order when None): the training and held-out splits stay views of one array, where
     fitting on `x[train]` and `x[test]` copies them (tactics' value planes are 45 KB a row).
     Fit it with `shuffle=False`: this order is the shuffle, and Keras' own would reorder the
-    batches by Python's global `random`, which other threads of the process draw from."""
+    batches by Python's global `random`, which other threads of the process draw from. Integer
+    arrays (bits kept as int8) become float32 one batch at a time."""
     rows = np.flatnonzero(rows) if rows.dtype == bool else np.asarray(rows, dtype=np.int64)
 
     class Rows(keras.utils.PyDataset):
@@ -348,7 +357,7 @@ def row_batches(keras: Any, arrays: list[np.ndarray], rows: np.ndarray, batch_si
 
         def __getitem__(self, index: int) -> tuple:
             pick = np.sort(self.order[index * batch_size : (index + 1) * batch_size])
-            parts = tuple(a[pick] for a in arrays)
+            parts = tuple(_floats(a[pick]) for a in arrays)
             return parts if len(parts) > 1 else parts[0]
 
         def on_epoch_end(self) -> None:

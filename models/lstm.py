@@ -43,6 +43,7 @@ from models.export import (
     export_keras,
     keras_outputs,
     keras_seeded,
+    row_batches,
     split_by_game,
 )
 
@@ -161,8 +162,9 @@ def mover_passes(arrays: dict[str, np.ndarray], rows: np.ndarray, actions: np.nd
 
 
 def prepare(arrays: dict[str, np.ndarray], meta: dict[str, Any], params: dict[str, Any]):
-    """(game, inputs float32 [n, T, F], learner actions [n, T] ([n, T, P] for every seat), step
-    weights [n, T] ([n, T, P]: per seat, simultaneous every-seat models), game ids) of the
+    """(game, inputs [n, T, F] (the encoding's own dtype: int8 bits stay int8), learner
+    actions [n, T] ([n, T, P] for every seat), step weights [n, T] ([n, T, P]: per seat,
+    simultaneous every-seat models), game ids) of the
     learning seat's rows whose outcome passes `outcomes` (seat 0's rows for every seat; on
     one-move rounds or laps every game, weighted by its movers' results)."""
     from engine import parse_game_spec
@@ -209,7 +211,7 @@ def prepare(arrays: dict[str, np.ndarray], meta: dict[str, Any], params: dict[st
         weights *= mover_passes(arrays, rows, actions, threshold, game.neutral_action)[:, :length]
     return (
         game,
-        inputs[:, :length].astype(np.float32),
+        inputs[:, :length],
         actions[:, :length],
         weights,
         arrays["game_id"][rows],
@@ -335,14 +337,15 @@ def train(
         callbacks.append(keras.callbacks.EarlyStopping(
             monitor="val_loss", patience=int(params["patience"]), restore_best_weights=True
         ))  # fmt: skip
+    # batches sliced from the one int8 array: Lazerbike's boards are 1,133 bits a lap, so
+    # float32 copies of the training and held-out splits would take 4 bytes a bit twice over
+    batch = int(params["batch_size"])
+    columns = [inputs, targets, fit_weights]
     model.fit(
-        inputs[train_rows],
-        targets[train_rows],
-        sample_weight=fit_weights[train_rows],
-        validation_data=(x_test, targets[test_rows], fit_weights[test_rows]),
-        batch_size=int(params["batch_size"]),
+        row_batches(keras, columns, train_rows, batch, seed=params["seed"]),
+        validation_data=row_batches(keras, columns, test_rows, batch),
         epochs=int(params["epochs"]),
-        shuffle=True,
+        shuffle=False,  # row_batches shuffles from the seed (see there)
         verbose=0,
         callbacks=callbacks,
     )

@@ -55,7 +55,7 @@ def parse_params(game, name: str, given: dict[str, Any]) -> tuple[ModuleType, di
     _check_common(given)
     for key, value in given.items():
         if key not in params:
-            flag = "--opening" if key == "scenario" else "--" + key.replace("_", "-")
+            flag = "--opening/--scenario" if key == "scenario" else "--" + key.replace("_", "-")
             raise DataError(f"technique {name!r} does not use {flag}")
         params[key] = value
     _check_common(params)
