@@ -65,6 +65,26 @@ def augment(arrays: dict[str, np.ndarray], game) -> dict[str, np.ndarray]:
     return result
 
 
+def round_gathers(game, symmetry: Symmetry, board_blocks: int) -> tuple[np.ndarray, np.ndarray]:
+    """(feature gather, class gather) of sequence rounds under one symmetry: each seat's
+    one-hot block [neutral, actions…] (agents.sequence_codec.one_hot_actions) by the action
+    permutation, then `board_blocks` board pictures of H*W cells each by the observation
+    permutation's first plane, which a game lays out like its board codes. The class gather
+    moves a softmax target [neutral, actions…] alike."""
+    obs_perm, act_perm = symmetry
+    classes = np.concatenate([[0], 1 + np.asarray(act_perm, dtype=np.int64)])
+    width = len(classes)
+    parts = [p * width + classes for p in range(game.num_players)]
+    if board_blocks:
+        cells = int(np.asarray(game.board_codes(game.new_initial_state().array[None])).size)
+        plane = np.asarray(obs_perm[:cells], dtype=np.int64)
+        if sorted(plane.tolist()) != list(range(cells)):
+            raise DataError(f"{game.name}: its symmetries do not move a board picture's cells")
+        base = game.num_players * width
+        parts += [base + b * cells + plane for b in range(board_blocks)]
+    return np.concatenate(parts), classes
+
+
 def moved(name: str, values: np.ndarray, symmetry: Symmetry, neutral: int = -1) -> np.ndarray:
     """Column `name` of some rows under one symmetry: `planes` by the observation
     permutation, `mask` / `policy` / `action_scores` by the action permutation, `action` to its

@@ -337,13 +337,14 @@ def epoch_reporter(keras: Any, evaluate: Any, history: dict[str, list[float]], p
 
 
 def row_batches(keras: Any, arrays: list[np.ndarray], rows: np.ndarray, batch_size: int,
-                seed: int | None = None) -> Any:  # fmt: skip
+                seed: int | None = None, transform: Any = None) -> Any:  # fmt: skip
     """A Keras dataset of `rows` of `arrays`, sliced batch by batch (reshuffled each epoch from
     `seed`; in order when None): the training and held-out splits stay views of one array, where
     fitting on `x[train]` and `x[test]` copies them (tactics' value planes are 45 KB a row).
     Fit it with `shuffle=False`: this order is the shuffle, and Keras' own would reorder the
     batches by Python's global `random`, which other threads of the process draw from. Integer
-    arrays (bits kept as int8) become float32 one batch at a time."""
+    arrays (bits kept as int8) become float32 one batch at a time. `transform(parts, rng)`
+    rewrites each batch (augmentation drawn per batch from its own stream of `seed`)."""
     rows = np.flatnonzero(rows) if rows.dtype == bool else np.asarray(rows, dtype=np.int64)
 
     class Rows(keras.utils.PyDataset):
@@ -351,6 +352,7 @@ def row_batches(keras: Any, arrays: list[np.ndarray], rows: np.ndarray, batch_si
             super().__init__()
             self.rng = None if seed is None else np.random.default_rng(seed)
             self.order = self.rng.permutation(rows) if self.rng is not None else rows
+            self.draws = np.random.default_rng([0 if seed is None else seed, 1])
 
         def __len__(self) -> int:
             return -(-len(rows) // batch_size)
@@ -358,6 +360,8 @@ def row_batches(keras: Any, arrays: list[np.ndarray], rows: np.ndarray, batch_si
         def __getitem__(self, index: int) -> tuple:
             pick = np.sort(self.order[index * batch_size : (index + 1) * batch_size])
             parts = tuple(_floats(a[pick]) for a in arrays)
+            if transform is not None:
+                parts = transform(parts, self.draws)
             return parts if len(parts) > 1 else parts[0]
 
         def on_epoch_end(self) -> None:

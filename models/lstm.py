@@ -66,6 +66,7 @@ DEFAULTS: dict[str, Any] = {
     "holdout": 0.2,  # share of games held out
     "conv": "0",  # board encoder (needs `boards`): filters per conv layer, "32-32"; 0: none
     "conv_units": 128,  # dense units each step's conv features are folded into
+    "augment": 0,  # 1: each training sequence under a random one of the game's symmetries
     "seed": 0,
 }
 INPUT_NAME = "sequence"
@@ -125,10 +126,47 @@ def board_shape(game, meta: dict[str, Any], params: dict[str, Any]) -> tuple[int
         return None
     if not sequence_framing(meta)["boards"]:
         raise ModelError("lstm: conv reads boards: encode with `gridbots encode --boards`")
+    height, width = np.asarray(game.board_codes(game.new_initial_state().array[None])).shape[1:]
+    return board_pictures(game), int(height), int(width)
+
+
+def symmetric_rounds(game, meta: dict[str, Any], params: dict[str, Any], features: int) -> Any:
+    """With `augment`, a batch transform that moves each sequence (its move bits, boards and
+    softmax targets) under a random one of the game's symmetries: one stored copy, eight
+    views of a Lazerbike game. None without `augment` or symmetries."""
+    if not int(params["augment"]):
+        return None
+    from features.symmetry import game_symmetries, round_gathers
+
+    if meta["encoding"] != "qualitative" or params["loss"] != "cce":
+        raise ModelError("lstm: augment moves one-hot rounds: qualitative encoding, loss cce")
+    blocks = board_pictures(game) if sequence_framing(meta)["boards"] else 0
+    symmetries = game_symmetries(game)
+    gathers = [round_gathers(game, s, blocks) for s in symmetries]
+    if any(len(g) != features for g, _ in gathers):
+        raise ModelError(f"lstm: augment: {features} input bits do not match the game's rounds")
+    if len(symmetries) < 2:
+        return None
+
+    def transform(parts: tuple, rng: np.random.Generator) -> tuple:
+        x, y, w = parts
+        which = rng.integers(len(gathers), size=len(x))
+        for k in range(1, len(gathers)):
+            rows = np.flatnonzero(which == k)
+            if len(rows):
+                x[rows] = x[rows][..., gathers[k][0]]
+                y[rows] = y[rows][..., gathers[k][1]]
+        return x, y, w
+
+    return transform
+
+
+def board_pictures(game) -> int:
+    """H*W blocks of bits per round of a `--boards` encoding."""
     from agents.sequence_codec import board_width
 
-    height, width = np.asarray(game.board_codes(game.new_initial_state().array[None])).shape[1:]
-    return board_width(game) // (height * width), int(height), int(width)
+    cells = int(np.asarray(game.board_codes(game.new_initial_state().array[None])).size)
+    return board_width(game) // cells
 
 
 def learner_actions(arrays: dict[str, np.ndarray], meta: dict[str, Any], game, player: int):
@@ -341,8 +379,9 @@ def train(
     # float32 copies of the training and held-out splits would take 4 bytes a bit twice over
     batch = int(params["batch_size"])
     columns = [inputs, targets, fit_weights]
+    transform = symmetric_rounds(game, meta, params, inputs.shape[-1])
     model.fit(
-        row_batches(keras, columns, train_rows, batch, seed=params["seed"]),
+        row_batches(keras, columns, train_rows, batch, seed=params["seed"], transform=transform),
         validation_data=row_batches(keras, columns, test_rows, batch),
         epochs=int(params["epochs"]),
         shuffle=False,  # row_batches shuffles from the seed (see there)

@@ -172,3 +172,72 @@ def test_a_conv_lstm_reads_each_board_as_planes_and_plays_from_its_export(tmp_pa
     np.testing.assert_allclose(
         predictor.scores(context, 0, boards), neutral_scores(full[0, n - 1], game.neutral_action)
     )
+
+
+@pytest.mark.parametrize("k", range(1, 8))
+def test_augmented_lazerbike_rounds_are_the_rounds_of_the_transformed_game(k):
+    """`lstm augment` moves a sequence's bits without replaying it; replaying the rotated or
+    mirrored game through the engine (turns swapped by reflections) gives the same bits."""
+    from agents.sequence_codec import one_hot_actions
+    from features.symmetry import game_symmetries, map_actions, round_gathers
+
+    game = load_game("lazerbike")
+    state = game.new_initial_state(seed=5, start="random")
+    seats = [make("random:guards=safe", game, seed=s) for s in (1, 2)]
+    while not state.is_terminal():
+        state.apply_actions([seats[p].step(state, p) for p in range(2)])
+    steps, after = history_steps(game, state)
+
+    def bits(steps, after):
+        moves = one_hot_actions(steps, game.num_actions, game.neutral_action)
+        return np.concatenate([moves, step_boards(game, after)], axis=1)
+
+    symmetry = game_symmetries(game)[k]
+    obs_perm, act_perm = symmetry
+    cells = 15 * 15
+    start = []
+    for p in range(2):  # where the transform puts each bike's start, read off its planes
+        seen = np.empty(int(np.prod(game.observation_shape)), dtype=np.float32)
+        game.kernels.observation(game.new_initial_state(seed=5, start="random").array, p, seen)
+        moved = seen[obs_perm]
+        heading = int(np.argmax([moved[(6 + h) * cells] for h in range(4)]))
+        start.append((*divmod(int(np.argmax(moved[:cells])), 15), "NESW"[heading]))
+    mirrored = game.new_initial_state(start=start)
+    for lap in map_actions(steps, act_perm, game.neutral_action):
+        mirrored.apply_actions([int(a) for a in lap])
+    assert mirrored.is_terminal() and mirrored.returns() == state.returns()
+    gather, classes = round_gathers(game, symmetry, board_blocks=5)
+    assert (bits(*history_steps(game, mirrored)) == bits(steps, after)[:, gather]).all()
+    assert sorted(classes.tolist()) == [0, 1, 2, 3] and classes[0] == 0  # neutral stays
+
+
+def test_augment_trains_on_mirrored_views_and_refuses_what_it_cannot_move(tmp_path):
+    """Connect 4's mirror: the batch transform moves each drawn row's move bits, boards and
+    targets by the mirror's gathers and leaves the rest as stored; training with it exports."""
+    from features.symmetry import game_symmetries, round_gathers
+    from models import lstm
+
+    game = load_game("connect4")
+    games, sequences = copycat_games(40)
+    arrays = enc.qualitative(sequences, game, plies=True, boards=True, games=games)
+    meta = {"encoding": "qualitative", "game": "connect4", "options": {"plies": 1, "boards": 1}}
+    params = {**lstm.DEFAULTS, "augment": 1}
+    x = np.concatenate([arrays["inputs"], arrays["boards"]], axis=-1)[:16].astype(np.float32)
+    y = np.random.default_rng(0).random((16, x.shape[1], 8)).astype(np.float32)
+    transform = lstm.symmetric_rounds(game, meta, params, x.shape[-1])
+    gather, classes = round_gathers(game, game_symmetries(game)[1], board_blocks=2)
+    x2, y2, _ = transform((x.copy(), y.copy(), None), np.random.default_rng(1))
+    mirrored = np.random.default_rng(1).integers(2, size=16) == 1
+    assert 0 < mirrored.sum() < 16
+    assert (x2[mirrored] == x[mirrored][..., gather]).all()
+    assert (y2[mirrored] == y[mirrored][..., classes]).all()
+    assert (x2[~mirrored] == x[~mirrored]).all() and (y2[~mirrored] == y[~mirrored]).all()
+    assert classes.tolist() == [0, 7, 6, 5, 4, 3, 2, 1]  # column c <-> 6 - c, neutral stays
+    with pytest.raises(ModelError, match="augment"):
+        lstm.symmetric_rounds(game, {**meta, "encoding": "quantitative"}, params, x.shape[-1])
+    with pytest.raises(ModelError, match="augment"):
+        lstm.symmetric_rounds(game, meta, params, x.shape[-1] - 1)
+    trained = {"cells": "8", "dense_units": 8, "epochs": 1, "batch_size": 16,
+               "outcomes": "all", "augment": 1}  # fmt: skip
+    result = lstm.train(arrays, meta, trained, tmp_path / "m")
+    assert result.metrics["parity_max_abs_diff"] < 1e-4 and result.artifact.exists()
