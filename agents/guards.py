@@ -2,14 +2,17 @@
 
 A guard narrows the legal moves by looking one move (and, for `block`, one reply) ahead:
   win    take a move after which the game is over and the mover strictly beats every opponent;
-  block  avoid moves after which the opponent to move has an immediately winning reply;
+  block  avoid moves after which the opponent to move has an immediately winning reply; in a
+         simultaneous game, among the actions `safe` keeps, avoid those that kill the player
+         for some joint choice of the others (a tile another bike may enter too) when one
+         kills it for none: the lap's version of a reply that wins at once.
   safe   avoid moves that lose at once; in a simultaneous game an action that kills the player
          (no legal action after the lap, or the game over without it winning) for every joint
          choice of the other living players, so a bike never drives into a wall when it has a
          way out.
-A filter that would leave nothing is skipped; the choice among the survivors is uniform. `block`
-only applies to turn-based games (simultaneous opponents do not reply). Everything runs in a
-per-game compiled loop, so guarded random play is cheap enough to generate data with.
+A filter that would leave nothing is skipped; the choice among the survivors is uniform.
+Everything runs in a per-game compiled loop, so guarded random play is cheap enough to generate
+data with.
 """
 
 from __future__ import annotations
@@ -156,9 +159,11 @@ def lap_filter(
             counts[q] = c
             total *= c
     any_win = False
+    any_sure = False
     for i in range(n):
         always_win = True
         always_dead = True
+        ever_dead = False
         for index in range(total):
             rest = index
             for q in range(num_players):
@@ -178,14 +183,22 @@ def lap_filter(
                 dead = legal_actions(child, player, legal[player]) == 0
             always_win = always_win and won
             always_dead = always_dead and dead
-            if not always_win and not always_dead:
+            ever_dead = ever_dead or dead
+            if not always_win and not always_dead and (ever_dead or not flags & BLOCK):
                 break
-        verdict[i] = WIN if always_win else (SAFE if always_dead else 0)
+        verdict[i] = WIN if always_win else (SAFE if always_dead else (BLOCK if ever_dead else 0))
         any_win = any_win or always_win
+        any_sure = any_sure or not ever_dead
     m = 0
     if flags & WIN and any_win:
         for i in range(n):
             if verdict[i] == WIN:
+                keep[m] = moves[i]
+                m += 1
+        return m
+    if flags & BLOCK and any_sure:  # the actions no joint choice kills (none is SAFE)
+        for i in range(n):
+            if verdict[i] != SAFE and verdict[i] != BLOCK:
                 keep[m] = moves[i]
                 m += 1
         return m

@@ -76,6 +76,24 @@ def test_lazerbike_boxed_bike_takes_the_open_way(lazerbike):
     assert choices(lazerbike, "random:guards=safe", state, player=0) == {0, 1, 2}
 
 
+def test_lazerbike_block_keeps_off_a_tile_the_other_bike_may_enter(lazerbike):
+    # A at (7, 5) heading E, B at (7, 7) heading W: both may enter (7, 6), so forward kills A
+    # (and B) when B goes forward too; turning kills A for no choice of B's
+    state = state_from_setup(lazerbike, [(7, 5, "E"), (7, 7, "W")])
+    assert choices(lazerbike, "random:guards=safe", state, player=0) == {0, 1, 2}
+    assert choices(lazerbike, "random:guards=block+safe", state, player=0) == {0, 2}
+    assert choices(lazerbike, "random:guards=win+block+safe", state, player=1) == {0, 2}
+    # A's turns lead into trails: forward, the tile B may take, is A's one way out, so block
+    # (which would keep nothing) gives way to safe
+    state.array[6 * SIZE + 5] = 2
+    state.array[8 * SIZE + 5] = 2
+    assert choices(lazerbike, "random:guards=block+safe", state, player=0) == {1}
+    # A at (6, 6) heading S, B at (7, 7) heading W: B may enter A's forward tile (7, 6) and,
+    # turning right (north), A's left tile (6, 7); only A's right turn is sure
+    state = state_from_setup(lazerbike, [(6, 6, "S"), (7, 7, "W")])
+    assert choices(lazerbike, "random:guards=block+safe", state, player=0) == {2}
+
+
 def test_guarded_random_scores_higher(connect4, lazerbike):
     result = play_match(
         connect4,
