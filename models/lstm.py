@@ -404,7 +404,12 @@ def train(
     report = export_keras(player_model, out_dir / "model.onnx", x_test, metadata, INPUT_NAME,
                           OUTPUT_NAME, report_path=out_dir / "parity.json",
                           free_steps=True)  # fmt: skip
+    # the weights exported: early stopping may have restored an earlier epoch's than the last
     final = {k: v[-1] for k, v in history.items()}
+    if history:
+        final.update(held_out())
+        test_batches = row_batches(keras, columns, test_rows, batch)
+        final["val_loss"] = float(np.ravel(model.evaluate(test_batches, verbose=0))[0])
     counted = (_per_seat(w_test, a_test) > 0) & (a_test != neutral)
     metrics = {
         "held_out_loss": final.get("val_loss", float("nan")),

@@ -77,6 +77,27 @@ def test_onnx_file_predicts_fresh_games(trained, tmp_path):
     assert (predicted[played] == truth[played]).mean() > 3 / 7
 
 
+def test_held_out_figures_are_the_exported_weights_after_an_early_stop(trained, tmp_path):
+    """Early stopping keeps the best epoch's weights: the reported held-out accuracy must be
+    what the exported ONNX file scores on the held-out games, not the last epoch's."""
+    root, _, _ = trained
+    c4 = load_game("connect4")
+    arrays = enc.qualitative(load_dataset(root / "data", "sequences"), c4)
+    meta = {"encoding": "qualitative", "game": "connect4"}
+    params = {**FAST, "learning_rate": 0.05, "epochs": 30, "patience": 1}
+    result = lstm.train(arrays, meta, params, tmp_path / "m")
+    assert len(result.history["loss"]) < 30  # it did stop early
+    full = lstm.checked_params("lstm", lstm.DEFAULTS, params)
+    _, inputs, actions, weights, ids = lstm.prepare(arrays, meta, full)
+    _, test = lstm.split_by_game(ids, full["holdout"], full["seed"])
+    probs = session(result.artifact).run(None, {"sequence": inputs[test].astype(np.float32)})[0]
+    predicted = lstm.decode(probs, "cce", c4.neutral_action)
+    exported = lstm.accuracy(predicted, actions[test], weights[test], c4.neutral_action)
+    assert result.metrics["held_out_accuracy"] == pytest.approx(exported, abs=1e-9)
+    best = min(result.history["val_loss"])
+    assert result.metrics["held_out_loss"] == pytest.approx(best, rel=1e-3)
+
+
 def test_mse_on_quantitative_inputs_exports_one_number_per_step(trained, tmp_path):
     c4 = load_game("connect4")
     arrays = enc.quantitative(load_dataset(trained[0] / "data", "sequences"), c4)
