@@ -305,7 +305,8 @@ def _rebuild_checks(game, t: pa.Table, suite: Suite, mask: np.ndarray, state_siz
     suite.derived("mask_matches_state", mask_ok, says)
     says = "(sample) features == observation of the rebuilt state"
     suite.derived("features_match_state", features_ok, says)
-    says = f"(sample) board codes in {lowest}..{game.num_players} (0 empty, p + 1, -1 deadly)"
+    codes = "0 empty, p + 1, -1 deadly" + (", -(p + 2) a neck" if lowest < -1 else "")
+    says = f"(sample) board codes in {lowest}..{game.num_players} ({codes})"
     suite.derived("board_codes_ok", codes_ok, says)
 
 
