@@ -12,7 +12,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from engine.protocol import SIMULTANEOUS, TERMINAL, Game, State, _is_int
+from engine.protocol import SIMULTANEOUS, TERMINAL, Game, State
+from engine.values import is_int
 
 #: legal moves named in a message, at most (a tactics turn can have hundreds)
 LEGAL_SHOWN = 40
@@ -33,17 +34,17 @@ def describe_illegal(
     # whose notation the move is written in (the player to move when none is named)
     mover = current if current not in (TERMINAL, SIMULTANEOUS) else 0
     mover = mover if player is None else player
-    known = _is_int(action) and 0 <= int(action) < game.num_actions
+    known = is_int(action) and 0 <= int(action) < game.num_actions
     if known:
         move = game.action_to_string(mover, int(action))
     else:
-        move = f"id {action}" if _is_int(action) else repr(action)
+        move = f"id {action}" if is_int(action) else repr(action)
     who = f" for {game.player_name(player)}" if player is not None and player >= 0 else ""
     if current == TERMINAL:
         reason = "the game is over"
     elif current == SIMULTANEOUS and player is None:
         reason = "everyone moves at once here: one move per player (apply_actions)"
-    elif not _is_int(action):
+    elif not is_int(action):
         reason = "not an action id"
     elif not known:
         reason = f"{game.name} action ids run from 0 to {game.num_actions - 1}"

@@ -14,6 +14,8 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from engine.values import coerce_text, is_int
+
 CHANCE = -1
 SIMULTANEOUS = -2
 TERMINAL = -4
@@ -172,7 +174,11 @@ class Game:
             )
         self.params = {**self.default_params}
         for key, value in params.items():
-            self.params[key] = _coerce(self.name, key, value, self.default_params[key])
+            try:
+                self.params[key] = coerce_text(value, self.default_params[key])
+            except ValueError as kind:
+                message = f"{self.name}: parameter {key}={value!r} must be {kind}"
+                raise GameError(message) from None
         self.num_players: int = 2
         self.teams: tuple[int, ...] = (0, 1)
         self.num_actions: int = 0
@@ -405,7 +411,7 @@ class State:
         if current == TERMINAL:
             raise IllegalActionError(action, [], None, state=self)
         legal = self.legal_actions()
-        if not _is_int(action) or int(action) not in legal:
+        if not is_int(action) or int(action) not in legal:
             raise IllegalActionError(action, legal, current, state=self)
         self.game.kernels.apply_action(self.array, int(action))
         self._history.append(int(action))
@@ -427,7 +433,7 @@ class State:
             if not legal:
                 joint[player] = self.game.neutral_action
                 continue
-            if not _is_int(action) or int(action) not in legal:
+            if not is_int(action) or int(action) not in legal:
                 raise IllegalActionError(action, legal, player, state=self)
             joint[player] = int(action)
         self.game.kernels.apply_joint(self.array, joint)
@@ -484,20 +490,3 @@ class State:
             self.apply_actions(move)
         else:
             self.apply_action(move)
-
-
-def _coerce(game: str, key: str, value: Any, default: Any) -> Any:
-    """Text from a game spec (`players=4`) becomes the type of the parameter's default."""
-    if not isinstance(value, str) or isinstance(default, str) or default is None:
-        return value
-    kind = type(default)
-    try:
-        if kind is bool:
-            return {"true": True, "1": True, "false": False, "0": False}[value.lower()]
-        return kind(value)
-    except (KeyError, ValueError):
-        raise GameError(f"{game}: parameter {key}={value!r} must be {kind.__name__}") from None
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool)
