@@ -336,36 +336,78 @@ def epoch_reporter(keras: Any, evaluate: Any, history: dict[str, list[float]], p
     return Reporter()
 
 
+STEP_ROUNDING = 8  # time-axis cuts of row_batches: few distinct shapes, few retraces
+
+
 def row_batches(keras: Any, arrays: list[np.ndarray], rows: np.ndarray, batch_size: int,
-                seed: int | None = None, transform: Any = None) -> Any:  # fmt: skip
+                seed: int | None = None, transform: Any = None,
+                steps: np.ndarray | None = None) -> Any:  # fmt: skip
     """A Keras dataset of `rows` of `arrays`, sliced batch by batch (reshuffled each epoch from
     `seed`; in order when None): the training and held-out splits stay views of one array, where
     fitting on `x[train]` and `x[test]` copies them (tactics' value planes are 45 KB a row).
     Fit it with `shuffle=False`: this order is the shuffle, and Keras' own would reorder the
     batches by Python's global `random`, which other threads of the process draw from. Integer
     arrays (bits kept as int8) become float32 one batch at a time. `transform(parts, rng)`
-    rewrites each batch (augmentation drawn per batch from its own stream of `seed`)."""
+    rewrites each batch (augmentation drawn per batch from its own stream of `seed`).
+
+    `steps` (per row of `arrays`: how many time steps carry weight) batches sequences of like
+    length together and cuts each batch's time axis (axis 1 of every array) after its longest
+    row, rounded up to a multiple of STEP_ROUNDING: a Lazerbike game is 25 laps on average and
+    its rows are padded to 88, so most of a full-length batch is padding a recurrent net still
+    steps through. The last array is the sample weights: it is scaled by cut / full steps, so a
+    cut batch's mean loss (Keras divides by every element, padding included) equals the full
+    batch's, and so does its gradient."""
     rows = np.flatnonzero(rows) if rows.dtype == bool else np.asarray(rows, dtype=np.int64)
+    full = arrays[0].shape[1] if steps is not None else 0
+
+    def _round_up(longest: int) -> int:
+        return min(full, -(-longest // STEP_ROUNDING) * STEP_ROUNDING)
+
+    def batches(order: np.ndarray) -> list[np.ndarray]:
+        if steps is None:
+            return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+        # like lengths together within windows of 64 batches, so each epoch still mixes games
+        window = 64 * batch_size
+        cut = []
+        for start in range(0, len(order), window):
+            chunk = order[start : start + window]
+            chunk = chunk[np.argsort(steps[chunk], kind="stable")]
+            cut += [chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size)]
+        return cut
 
     class Rows(keras.utils.PyDataset):
         def __init__(self) -> None:
             super().__init__()
             self.rng = None if seed is None else np.random.default_rng(seed)
-            self.order = self.rng.permutation(rows) if self.rng is not None else rows
             self.draws = np.random.default_rng([0 if seed is None else seed, 1])
+            self.on_epoch_end()
 
         def __len__(self) -> int:
-            return -(-len(rows) // batch_size)
+            return len(self.plan)
 
         def __getitem__(self, index: int) -> tuple:
-            pick = np.sort(self.order[index * batch_size : (index + 1) * batch_size])
+            pick = np.sort(self.plan[index])
             parts = tuple(_floats(a[pick]) for a in arrays)
+            if steps is not None:
+                cut = _round_up(int(steps[pick].max(initial=1)))
+                parts = tuple(p[:, :cut] for p in parts)
+                parts = (*parts[:-1], parts[-1] * np.float32(cut / full))
             if transform is not None:
                 parts = transform(parts, self.draws)
             return parts if len(parts) > 1 else parts[0]
 
         def on_epoch_end(self) -> None:
-            if self.rng is not None:
-                self.order = self.rng.permutation(rows)
+            if self.rng is None:
+                self.plan = batches(rows)
+            else:
+                plan = batches(self.rng.permutation(rows))
+                if steps is not None:  # windows of like lengths, then the batches shuffled
+                    plan = [plan[i] for i in self.rng.permutation(len(plan))]
+                self.plan = plan
+            if steps is not None:  # Keras fixes each axis its first two batches agree on
+                cuts = [_round_up(int(steps[b].max(initial=1))) for b in self.plan]
+                other = next((i for i, c in enumerate(cuts) if c != cuts[0]), None)
+                if other is not None and cuts[1] == cuts[0]:
+                    self.plan[1], self.plan[other] = self.plan[other], self.plan[1]
 
     return Rows()

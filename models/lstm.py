@@ -67,6 +67,7 @@ DEFAULTS: dict[str, Any] = {
     "conv": "0",  # board encoder (needs `boards`): filters per conv layer, "32-32"; 0: none
     "conv_units": 128,  # dense units each step's conv features are folded into
     "augment": 0,  # 1: each training sequence under a random one of the game's symmetries
+    "bucket": 1,  # 1: batch games of like length, each batch cut after its longest (row_batches)
     "seed": 0,
 }
 INPUT_NAME = "sequence"
@@ -323,6 +324,13 @@ def accuracy(predicted: np.ndarray, actions: np.ndarray, weights: np.ndarray, ne
     return float((predicted[counted] == actions[counted]).mean()) if counted.any() else 0.0
 
 
+def weighted_steps(weights: np.ndarray) -> np.ndarray:
+    """Per row, the steps up to its last weighted one ([n, T] or [n, T, P] weights)."""
+    weighted = weights.reshape(len(weights), weights.shape[1], -1).any(axis=-1)
+    last = weights.shape[1] - np.argmax(weighted[:, ::-1], axis=1)
+    return np.where(weighted.any(axis=1), last, 1)
+
+
 def _per_seat(weights: np.ndarray, actions: np.ndarray) -> np.ndarray:
     """Step weights [n, T] broadcast over the seats of every-seat actions [n, T, P]."""
     return weights[..., None] if actions.ndim == weights.ndim + 1 else weights
@@ -351,7 +359,10 @@ def train(
     keras = keras_seeded(params["seed"])
     seats = game.num_players if int(params["player"]) < 0 else 1
     board = board_shape(game, meta, params)
-    model = build(params, inputs.shape[1], inputs.shape[2], classes, keras, seats, board)
+    steps = weighted_steps(weights) if int(params["bucket"]) else None
+    # cut batches vary in length: the time axis stays free (the export's is free anyway)
+    model = build(params, None if steps is not None else inputs.shape[1], inputs.shape[2],
+                  classes, keras, seats, board)  # fmt: skip
     loss = "categorical_crossentropy" if params["loss"] == "cce" else "mse"
     model.compile(optimizer=keras.optimizers.Adam(params["learning_rate"]), loss=loss)
 
@@ -381,8 +392,10 @@ def train(
     columns = [inputs, targets, fit_weights]
     transform = symmetric_rounds(game, meta, params, inputs.shape[-1])
     model.fit(
-        row_batches(keras, columns, train_rows, batch, seed=params["seed"], transform=transform),
-        validation_data=row_batches(keras, columns, test_rows, batch),
+        row_batches(
+            keras, columns, train_rows, batch, seed=params["seed"], transform=transform, steps=steps
+        ),
+        validation_data=row_batches(keras, columns, test_rows, batch, steps=steps),
         epochs=int(params["epochs"]),
         shuffle=False,  # row_batches shuffles from the seed (see there)
         verbose=0,
@@ -408,7 +421,7 @@ def train(
     final = {k: v[-1] for k, v in history.items()}
     if history:
         final.update(held_out())
-        test_batches = row_batches(keras, columns, test_rows, batch)
+        test_batches = row_batches(keras, columns, test_rows, batch, steps=steps)
         final["val_loss"] = float(np.ravel(model.evaluate(test_batches, verbose=0))[0])
     counted = (_per_seat(w_test, a_test) > 0) & (a_test != neutral)
     metrics = {

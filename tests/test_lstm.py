@@ -134,6 +134,45 @@ def test_step_weights_ignore_padding():
     assert lstm.accuracy(np.full((2, 20), 3), actions, weights, -1) == 1.0
 
 
+def test_cut_batches_hold_every_row_and_the_full_length_loss():
+    """Bucketed batches: every training row once an epoch, each batch cut after its longest
+    row's weighted steps (a multiple of 8), and the cut batch's weighted mean loss equal to the
+    same rows at full length (Keras divides by padding too, so the weights are rescaled)."""
+    from models.export import STEP_ROUNDING, keras_seeded, row_batches
+
+    rng = np.random.default_rng(3)
+    n, full = 90, 40
+    steps = rng.integers(1, full + 1, size=n)
+    weights = (np.arange(full)[None, :] < steps[:, None]).astype(np.float32)
+    assert lstm.weighted_steps(weights).tolist() == steps.tolist()
+    x = rng.integers(0, 2, size=(n, full, 3)).astype(np.int8)
+    x[:, 0, 0] = np.arange(n)  # each row names itself at step 0
+    index = rng.integers(0, 4, size=(n, full))
+    y = np.eye(4, dtype=np.float32)[index]
+    keras = keras_seeded(0)
+    chosen = np.arange(n) % 4 != 0
+    batches = row_batches(keras, [x, y, weights], chosen, 8, seed=1, steps=steps)
+    inputs = keras.Input((None, 3))
+    model = keras.Model(inputs, keras.layers.Dense(4, activation="softmax")(
+        keras.layers.LSTM(5, return_sequences=True)(inputs)))  # fmt: skip
+    model.compile(loss="categorical_crossentropy")
+    seen, cuts = [], []
+    for i in range(len(batches)):
+        bx, by, bw = batches[i]
+        rows = bx[:, 0, 0].astype(np.int64)
+        assert np.array_equal(bx, x[rows, : bx.shape[1]])
+        seen += rows.tolist()
+        cuts.append(bx.shape[1])
+        assert bx.shape[1] >= steps[rows].max()
+        assert bx.shape[1] % STEP_ROUNDING == 0 or bx.shape[1] == full
+        cut = model.evaluate(bx, by, sample_weight=bw, verbose=0)
+        whole = model.evaluate(x[rows].astype(np.float32), y[rows], sample_weight=weights[rows],
+                               verbose=0)  # fmt: skip
+        assert cut == pytest.approx(whole, rel=1e-5)
+    assert sorted(seen) == np.flatnonzero(chosen).tolist()
+    assert min(cuts) < full  # like lengths batched together: some batches really are cut
+
+
 def test_every_seat_on_plies_imitates_the_winners_moves():
     """One-move rounds, every seat: `outcomes` weights each step by its mover's result, so the
     winner's moves are learned in either seat and the loser's carry no weight."""
