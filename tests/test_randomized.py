@@ -10,6 +10,7 @@ import pytest
 from engine import CHANCE, SIMULTANEOUS, load_game, parse_game_spec
 from features.errors import DataError
 from features.generate import parse_params
+from features.schema import initial_state
 
 
 def _shard(name: str, seed: int = 3, shard: int = 0, first: int = 0, **options):
@@ -18,9 +19,10 @@ def _shard(name: str, seed: int = 3, shard: int = 0, first: int = 0, **options):
     return game, params, module.generate_shard(game, params, seed, shard, first)
 
 
-def _replay(game, history):
-    """States before every step, plus the (mover, step actions) of every step."""
-    state = game.new_initial_state(seed=0)
+def _replay(game, history, row=None):
+    """States before every step, plus the (mover, step actions) of every step, from the games
+    row's own seeded scenario."""
+    state = initial_state(game, row["seed"], row["scenario"]) if row else game.new_initial_state()
     steps, i = [], 0
     while i < len(history):
         before = state.clone()
@@ -45,7 +47,7 @@ def _check_tables(game, params, tables):
     by_id = {row["game_id"]: row for row in games}
     assert len(by_id) == len(games) == len(sequences) // n
     for row, seq_rows in zip(games, zip(*[iter(sequences)] * n, strict=True), strict=True):
-        final, steps = _replay(game, row["history"])
+        final, steps = _replay(game, row["history"], row)
         assert final.is_terminal() and row["length"] == len(steps)
         np.testing.assert_allclose(row["returns"], final.returns())
         matrix = []
@@ -63,7 +65,7 @@ def _check_tables(game, params, tables):
     y = params["y"]
     for pos in positions:
         first = by_id[pos["game_id"]]
-        _, steps = _replay(game, first["history"])
+        _, steps = _replay(game, first["history"], first)
         before, player, lap = steps[pos["ply"]]
         q = pos["player"]
         assert not before.is_terminal() and player in (q, SIMULTANEOUS)
@@ -85,7 +87,7 @@ def _check_tables(game, params, tables):
         assert scored <= set(legal) and len(scored) == min(len(ids), len(legal))
         first_moves = {}
         for i in ids:
-            _, game_steps = _replay(game, by_id[i]["history"])
+            _, game_steps = _replay(game, by_id[i]["history"], by_id[i])
             lap = game_steps[pos["ply"]][2]
             action = lap[q] if player == SIMULTANEOUS else lap[0]
             first_moves.setdefault(action, []).append(by_id[i]["returns"][q])
@@ -145,6 +147,16 @@ def test_simultaneous_game_gives_one_row_per_living_player():
     assert len(positions) == 12 and {p["player"] for p in positions} == {0, 1}
 
 
+def test_lazerbike_walks_begin_at_the_random_starts_matches_play():
+    """`scenario` gives every state its own seeded start (a match's `start=random`): each row
+    replays from the start its games row names, and the starts differ."""
+    game, params, tables = _shard("lazerbike", x=8, y=3, scenario={"start": "random"})
+    games, _ = _check_tables(game, params, tables)
+    assert {row["scenario"] for row in games} == {'{"start": "random"}'}
+    starts = {tuple(initial_state(game, r["seed"], r["scenario"]).array) for r in games}
+    assert len(starts) == 8 and tuple(game.new_initial_state().array) not in starts
+
+
 def test_team_game_rows_count_team_wins():
     """Four bikes in two teams: every row's immediate wins recounted with team semantics."""
     game, params, tables = _shard("lazerbike:players=4,teams=0011", x=30, y=3, z=60)
@@ -185,7 +197,13 @@ def test_games_option_sets_exact_total_and_shards():
 
 @pytest.mark.parametrize(
     "options, message",
-    [({"y": 0}, "Y = 0"), ({"w": 1.5}, "W = 1.5"), ({"agents": "random"}, "--agents")],
+    [
+        ({"y": 0}, "Y = 0"),
+        ({"w": 1.5}, "W = 1.5"),
+        ({"agents": "random"}, "--agents"),
+        ({"scenario": {"opening": 2}}, "walk is the opening"),
+        ({"scenario": {"colour": "red"}}, "scenario"),
+    ],
 )
 def test_bad_params_are_refused(options, message):
     with pytest.raises(DataError, match=message):

@@ -38,8 +38,10 @@ def build_tables(
     agents: list[str],
     games: tuple,
     positions: tuple,
+    scenario: dict | None = None,
 ) -> dict[str, pa.Table]:
-    """The three tables from the arrays the numba loops return (see randomized_states)."""
+    """The three tables from the arrays the numba loops return (see randomized_states); every
+    game began from `scenario` (options of the game's seeded start) at its seed."""
     g_state, g_returns, g_length, g_seq_len, hist_off, hist, seq_off, seq = games
     n, players = len(g_length), game.num_players
     ids = first_game_id + np.arange(n, dtype=np.int64)
@@ -49,7 +51,7 @@ def build_tables(
             pa.array(ids),
             constant_strings(technique, n),
             constant_strings(game.spec(), n),
-            constant_strings(json.dumps({}), n),
+            constant_strings(json.dumps(scenario or {}), n),
             pa.array(seeds[g_state].astype(np.int64)),
             pa.ListArray.from_arrays(
                 pa.array(np.arange(n + 1, dtype=np.int32) * players), agent_values

@@ -39,8 +39,10 @@ from features.generate.flat_tables import build_tables
 TRIES = 8  # random joint moves / chance draws tried before a walk gives up on a step
 
 #: x random states, y playouts each; games (optional) = total playouts, x then follows;
-#: z = most random moves to a state (0: the game's max length - 1); shard_size in games
-PARAMS: dict[str, Any] = {"x": 1000, "y": 10, "z": 0, "games": None, "shard_size": 20000}
+#: z = most random moves to a state (0: the game's max length - 1); shard_size in games;
+#: scenario = options of each walk's seeded start (Lazerbike's start=random, as matches play)
+PARAMS: dict[str, Any] = {"x": 1000, "y": 10, "z": 0, "games": None, "shard_size": 20000,
+                          "scenario": {}}  # fmt: skip
 
 
 def validate_params(game: Game, params: dict[str, Any]) -> dict[str, Any]:
@@ -55,6 +57,13 @@ def validate_params(game: Game, params: dict[str, Any]) -> dict[str, Any]:
         raise DataError("X = 0 cannot work: randomized needs at least one random state")
     params["total_games"] = total
     params["z"] = int(params["z"]) or max(game.max_game_length - 1, 0)
+    scenario = params["scenario"]
+    if not isinstance(scenario, dict) or "opening" in scenario:
+        raise DataError("randomized: scenario is a dict of start options (its walk is the opening)")
+    try:
+        game.new_initial_state(seed=0, **scenario)
+    except (TypeError, ValueError) as error:
+        raise DataError(f"randomized: scenario {scenario}: {error}") from None
     params["states_per_shard"] = max(1, int(params["shard_size"]) // y)
     return params
 
@@ -392,13 +401,15 @@ def shard_states(params: dict[str, Any], shard: int) -> tuple[int, np.ndarray]:
     return first, playouts
 
 
-def start_states(game: Game, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def start_states(game: Game, seeds: np.ndarray, scenario: dict[str, Any] | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """Initial state arrays for the scenario seeds; one row when the seed changes nothing."""
-    first = game.new_state_array(seed=int(seeds[0])) if len(seeds) else game.new_state_array(0)
-    probe = [game.new_state_array(seed=k) for k in (1, 2, 3)]
+    scenario = scenario or {}
+    first = game.new_state_array(seed=int(seeds[0]) if len(seeds) else 0, **scenario)
+    probe = [game.new_state_array(seed=k, **scenario) for k in (1, 2, 3)]
     if all(np.array_equal(first, other) for other in probe):
         return first[None, :], np.zeros(len(seeds), dtype=np.int64)
-    starts = np.stack([game.new_state_array(seed=int(k)) for k in seeds])
+    starts = np.stack([game.new_state_array(seed=int(k), **scenario) for k in seeds])
     return starts, np.arange(len(seeds), dtype=np.int64)
 
 
@@ -408,7 +419,7 @@ def generate_shard(
     _, playouts = shard_states(params, shard)
     sequence = np.random.SeedSequence([int(seed), int(shard)])
     seeds = np.random.default_rng(sequence).integers(0, 2**31, size=len(playouts))
-    starts, start_of = start_states(game, seeds)
+    starts, start_of = start_states(game, seeds, params["scenario"])
     rng = new_rng(int(sequence.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1)))
     obs_size = int(np.prod(game.observation_shape))
     games, positions = _loop(game)(
@@ -425,4 +436,5 @@ def generate_shard(
         rng,
     )
     agents = ["random"] * game.num_players
-    return build_tables(game, "randomized", first_game_id, seeds, agents, games, positions)
+    return build_tables(game, "randomized", first_game_id, seeds, agents, games, positions,
+                        params["scenario"])  # fmt: skip
