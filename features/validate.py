@@ -231,7 +231,7 @@ def validate_dataset(
     """Validates a dataset folder; writes DIR/validation/result.json (and Data Docs)."""
     from engine import parse_game_spec
 
-    directory = Path(directory)
+    directory = Path(directory).absolute()  # Data Docs' store refuses a relative folder
     manifest, parts = read_shards(directory)
     game = parse_game_spec(game_spec(manifest))
     metadata = manifest["game"] if isinstance(manifest["game"], dict) else {}

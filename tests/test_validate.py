@@ -84,6 +84,15 @@ def test_clean_dataset_passes_with_json_and_data_docs(datasets, tmp_path, capsys
     assert (data / "validation" / "data_docs" / "index.html").is_file()
 
 
+def test_a_relative_folder_validates_with_its_data_docs(datasets, tmp_path, monkeypatch):
+    """`gridbots validate data/x` from the project root: great_expectations' Data Docs store
+    raised ValueError (a traceback) on a relative folder."""
+    copy(datasets["c4"], tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["validate", "data"]) == 0
+    assert (tmp_path / "data" / "validation" / "data_docs" / "index.html").is_file()
+
+
 @pytest.mark.parametrize("name", ["c4_selfplay", "bikes"])
 def test_other_techniques_and_simultaneous_games_pass(datasets, name, tmp_path):
     report = validate_dataset(copy(datasets[name], tmp_path), docs=False)
