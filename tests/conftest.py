@@ -19,8 +19,18 @@ for key, value in {
 }.items():
     os.environ.setdefault(key, value)
 
+import sys  # noqa: E402
+
+import absl.logging  # noqa: E402
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
+
+# absl's log handler (TensorFlow's) keeps the sys.stderr of its import: in a test process a
+# capture stream. When Prefect's logging setup later clears the handlers, absl closes that
+# stream unless it is the current sys.stderr, which under capsys it is not: every later test
+# of the worker then errored with "I/O operation on closed file" (test_study000's CLI test after
+# test_promotion_trained). The real stderr it never closes.
+absl.logging.get_absl_handler().python_handler.setStream(sys.__stderr__)
 
 # properties get a real budget in CI (`CI=true`, what .ci/run sets), a quick one at a desk; both
 # derandomized, so a failure reproduces, and a test may still cap an expensive property lower
