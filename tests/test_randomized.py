@@ -202,6 +202,7 @@ def test_games_option_sets_exact_total_and_shards():
         ({"w": 1.5}, "W = 1.5"),
         ({"agents": "random"}, "--agents"),
         ({"scenario": {"opening": 2}}, "walk is the opening"),
+        ({"scenario": "start=random"}, "must be a dict"),
         ({"scenario": {"colour": "red"}}, "scenario"),
     ],
 )

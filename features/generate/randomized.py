@@ -58,8 +58,10 @@ def validate_params(game: Game, params: dict[str, Any]) -> dict[str, Any]:
     params["total_games"] = total
     params["z"] = int(params["z"]) or max(game.max_game_length - 1, 0)
     scenario = params["scenario"]
-    if not isinstance(scenario, dict) or "opening" in scenario:
-        raise DataError("randomized: scenario is a dict of start options (its walk is the opening)")
+    if not isinstance(scenario, dict):
+        raise DataError("randomized: scenario must be a dict of start options")
+    if "opening" in scenario:
+        raise DataError("randomized does not use --opening: its random walk is the opening")
     try:
         game.new_initial_state(seed=0, **scenario)
     except (TypeError, ValueError) as error:
