@@ -360,7 +360,7 @@ def row_batches(keras: Any, arrays: list[np.ndarray], rows: np.ndarray, batch_si
     rows = np.flatnonzero(rows) if rows.dtype == bool else np.asarray(rows, dtype=np.int64)
     full = arrays[0].shape[1] if steps is not None else 0
 
-    def _round_up(longest: int) -> int:
+    def cut_length(longest: int) -> int:
         return min(full, -(-longest // STEP_ROUNDING) * STEP_ROUNDING)
 
     def batches(order: np.ndarray) -> list[np.ndarray]:
@@ -389,7 +389,7 @@ def row_batches(keras: Any, arrays: list[np.ndarray], rows: np.ndarray, batch_si
             pick = np.sort(self.plan[index])
             parts = tuple(_floats(a[pick]) for a in arrays)
             if steps is not None:
-                cut = _round_up(int(steps[pick].max(initial=1)))
+                cut = cut_length(int(steps[pick].max(initial=1)))
                 parts = tuple(p[:, :cut] for p in parts)
                 parts = (*parts[:-1], parts[-1] * np.float32(cut / full))
             if transform is not None:
@@ -405,7 +405,7 @@ def row_batches(keras: Any, arrays: list[np.ndarray], rows: np.ndarray, batch_si
                     plan = [plan[i] for i in self.rng.permutation(len(plan))]
                 self.plan = plan
             if steps is not None:  # Keras fixes each axis its first two batches agree on
-                cuts = [_round_up(int(steps[b].max(initial=1))) for b in self.plan]
+                cuts = [cut_length(int(steps[b].max(initial=1))) for b in self.plan]
                 other = next((i for i, c in enumerate(cuts) if c != cuts[0]), None)
                 if other is not None and cuts[1] == cuts[0]:
                     self.plan[1], self.plan[other] = self.plan[other], self.plan[1]
