@@ -42,6 +42,20 @@ def technique(name: str) -> ModuleType:
         raise DataError(f"technique {name!r} is not available in this installation") from None
 
 
+def checked_scenario(game, scenario: Any, technique: str) -> dict[str, Any]:
+    """A technique's `scenario` option: a dict of start options the game accepts (a DataError
+    naming the technique otherwise), checked once here rather than at the first game."""
+    from engine.protocol import GameError
+
+    if not isinstance(scenario, dict):
+        raise DataError(f"{technique}: scenario must be a dict of scenario options")
+    try:
+        game.new_initial_state(seed=0, **scenario)
+    except GameError as error:
+        raise DataError(f"{technique}: scenario {scenario}: {error}") from None
+    return dict(scenario)
+
+
 def parse_params(game, name: str, given: dict[str, Any]) -> tuple[ModuleType, dict[str, Any]]:
     """Merges the command's options into the technique's defaults and validates them.
 

@@ -26,7 +26,7 @@ import pyarrow as pa
 from agents.base import Agent, AgentError, _split_specs, make
 from engine.protocol import CHANCE, SIMULTANEOUS, Game, GameError, State
 from features.errors import DataError
-from features.generate import shard_units
+from features.generate import checked_scenario, shard_units
 from features.generate.tables import (
     GameTable,
     PositionTable,
@@ -232,12 +232,7 @@ def check_common(game: Game, params: dict[str, Any], technique: str) -> dict[str
     p["player"] = checked_number(technique, p, "player", int, 0, game.num_players - 1, DataError)
     if p["budget"] < p["y"]:
         raise DataError(f"{technique}: budget={p['budget']} is below y={p['y']}")
-    if not isinstance(p["scenario"], dict):
-        raise DataError(f"{technique}: scenario must be a dict of scenario options")
-    try:
-        game.new_initial_state(seed=0, **p["scenario"])
-    except GameError as error:
-        raise DataError(f"{technique}: scenario {p['scenario']}: {error}") from None
+    p["scenario"] = checked_scenario(game, p["scenario"], technique)
     p["agents"] = seat_specs(game, p["agents"], technique)
     return p
 

@@ -34,6 +34,7 @@ from engine.specialise import (
     returns,
 )
 from features.errors import DataError
+from features.generate import checked_scenario
 from features.generate.flat_tables import build_tables
 
 TRIES = 8  # random joint moves / chance draws tried before a walk gives up on a step
@@ -57,15 +58,9 @@ def validate_params(game: Game, params: dict[str, Any]) -> dict[str, Any]:
         raise DataError("X = 0 cannot work: randomized needs at least one random state")
     params["total_games"] = total
     params["z"] = int(params["z"]) or max(game.max_game_length - 1, 0)
-    scenario = params["scenario"]
-    if not isinstance(scenario, dict):
-        raise DataError("randomized: scenario must be a dict of start options")
-    if "opening" in scenario:
+    params["scenario"] = checked_scenario(game, params["scenario"], "randomized")
+    if "opening" in params["scenario"]:
         raise DataError("randomized does not use --opening: its random walk is the opening")
-    try:
-        game.new_initial_state(seed=0, **scenario)
-    except (TypeError, ValueError) as error:
-        raise DataError(f"randomized: scenario {scenario}: {error}") from None
     params["states_per_shard"] = max(1, int(params["shard_size"]) // y)
     return params
 
