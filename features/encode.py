@@ -102,9 +102,19 @@ def _row_info(table: pa.Table) -> dict[str, np.ndarray]:
     }
 
 
+def seat_outcomes(table: pa.Table, num_players: int) -> np.ndarray:
+    """[n, P] float32: every seat's outcome in each row's game (NaN where a seat has no row),
+    so a row says who won its game without its game's other rows beside it."""
+    info = _row_info(table)
+    ids, index = np.unique(info["game_id"], return_inverse=True)
+    outcomes = np.full((len(ids), num_players), np.nan, dtype=np.float32)
+    outcomes[index, info["player"].astype(np.int64)] = info["outcome"]
+    return outcomes[index]
+
+
 def quantitative(
     sequences: Any, game, length: int | None = None, plies: bool = False, boards: bool = False,
-    games: Any = None,
+    games: Any = None, seat: int | None = None,
 ) -> dict[str, np.ndarray]:  # fmt: skip
     """Per round the vector of every player's actions as numbers: `inputs` are rounds 0..T-1,
     `targets` rounds 1..T (the next round to predict), both [n, T, num_players].
@@ -112,10 +122,19 @@ def quantitative(
     `plies` (turn-based games): every move is a round of its own, so a model deciding for any
     seat has seen every move before it. The study's folding hides the first mover's latest move
     from the second seat (both share a round), which costs the second seat dearly.
-    `boards`: also `boards` [n, T, bits], the board each input round leaves (`round_boards`)."""
+    `boards`: also `boards` [n, T, bits], the board each input round leaves (`round_boards`).
+    `seat`: only that seat's rows. A row holds every seat's actions, so a model of every seat
+    needs one row a game; the others would double the file and the memory that loads it.
+    `seat_outcomes` [n, P] keeps every seat's result."""
     table = arrow(sequences)
     if plies and game.simultaneous:
         raise DataError(f"plies apply to turn-based games; {game.name} plays simultaneous laps")
+    outcomes = seat_outcomes(table, game.num_players)
+    if seat is not None:
+        if not 0 <= seat < game.num_players:
+            raise DataError(f"seat {seat}: {game.name} has seats 0..{game.num_players - 1}")
+        keep = _column(table, "player", np.int64) == seat
+        table, outcomes = table.filter(pa.array(keep)), outcomes[keep]
     length = length or (int(game.max_game_length) if plies else sequence_length(game))
     rounds, counts = action_rounds(table, game, length + 1, False if plies else None)
     arrays = {
@@ -123,6 +142,7 @@ def quantitative(
         "targets": rounds[:, 1:],
         "rounds": counts,
         **_row_info(table),
+        "seat_outcomes": outcomes,
     }
     if boards:
         if not (plies or game.simultaneous):
@@ -160,10 +180,10 @@ def round_boards(games: Any, game_ids: np.ndarray, game, length: int) -> np.ndar
 
 def qualitative(
     sequences: Any, game, length: int | None = None, plies: bool = False, boards: bool = False,
-    games: Any = None,
+    games: Any = None, seat: int | None = None,
 ) -> dict[str, np.ndarray]:  # fmt: skip
     """`quantitative` with every action one-hot: [n, T, P * (num_actions + 1)] int8."""
-    arrays = quantitative(sequences, game, length, plies, boards, games)
+    arrays = quantitative(sequences, game, length, plies, boards, games, seat)
     for key in ("inputs", "targets"):
         arrays[key] = one_hot_actions(arrays[key], game.num_actions, game.neutral_action)
     return arrays

@@ -68,6 +68,15 @@ def encode(
             "games): sequence models that read the position beside the moves.",
         ),
     ] = False,
+    seat: Annotated[
+        int | None,
+        typer.Option(
+            "--seat",
+            min=0,
+            help="Only this seat's rows (sequences). Each row holds every seat's moves, so a "
+            "model of every seat (lstm player=-1 reads seat 0) needs one row a game.",
+        ),
+    ] = None,
 ) -> None:
     """Encodes a dataset into arrays; the file records the encoding, game and shapes."""
     from features.encode import encode_dataset, save
@@ -90,6 +99,10 @@ def encode(
         if table != "sequences":
             raise DataError(f"--boards applies to sequence encodings, not {encoding!r}")
         options["boards"] = True
+    if seat is not None:
+        if table != "sequences":
+            raise DataError(f"--seat applies to sequence encodings, not {encoding!r}")
+        options["seat"] = seat
     if augment:
         if encoding != "planes":
             raise DataError(f"--augment applies to the planes encoding, not {encoding!r}")

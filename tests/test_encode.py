@@ -335,6 +335,7 @@ def dataset(tmp_path_factory):
         ("board-onehot", ".parquet", [], "board", (8, 84)),
         ("qualitative", ".npz", ["--plies"], "inputs", (32, 42, 16)),
         ("qualitative", ".npz", ["--plies", "--boards"], "boards", (32, 42, 84)),
+        ("qualitative", ".npz", ["--seat", "1"], "seat_outcomes", (16, 2)),
     ],
 )
 def test_encode_command_writes_arrays_with_shapes(
@@ -346,7 +347,8 @@ def test_encode_command_writes_arrays_with_shapes(
     assert meta["encoding"] == encoding and meta["game"] == "connect4"
     assert arrays[key].shape == shape and meta["shapes"][key] == list(shape)
     flags = {"--length": {"length": 5}, "--augment": {"augment": True},
-             "--plies": {"plies": True}, "--boards": {"boards": True}}  # fmt: skip
+             "--plies": {"plies": True}, "--boards": {"boards": True},
+             "--seat": {"seat": 1}}  # fmt: skip
     options = {k: v for flag in extra if flag in flags for k, v in flags[flag].items()}
     direct, _ = enc.encode_dataset(dataset, encoding, **options)
     assert meta["options"] == options
@@ -365,8 +367,13 @@ def test_encode_bad_input_is_one_line_exit_2(dataset, tmp_path, capsys):
     assert main(["encode", str(dataset), "--encoding", "planes", "--boards", "--out", out]) == 2
     only_boards = ["--encoding", "qualitative", "--boards", "--out", out]
     assert main(["encode", str(dataset), *only_boards]) == 2
+    assert main(["encode", str(dataset), "--encoding", "planes", "--seat", "0", "--out", out]) == 2
+    seat_two = ["--encoding", "qualitative", "--seat", "2", "--out", out]
+    assert main(["encode", str(dataset), *seat_two]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 6 and "unknown encoding 'morse'" in err[0]
+    assert len(err) == 8 and "unknown encoding 'morse'" in err[0]
+    assert "--seat applies to sequence encodings" in err[6]
+    assert "seat 2: connect4 has seats 0..1" in err[7]
     assert "--plies applies to sequence encodings" in err[3]
     assert "--boards applies to sequence encodings" in err[4]
     assert "boards need one round per move: add --plies" in err[5]

@@ -115,6 +115,30 @@ def test_a_simultaneous_every_seat_lstm_imitates_each_seat_by_its_own_result():
     assert any(r[1] > 0 for r in returns.values()) and any(r[0] > 0 for r in returns.values())
 
 
+def test_one_seat_encoding_trains_the_every_seat_model_on_the_same_rows():
+    """`--seat 0` keeps one row a game; every seat's result rides on it (`seat_outcomes`), so
+    the every-seat model gets the same inputs, targets and per-seat weights as from both rows,
+    including games seat 1 won, whose seat-1 row is no longer in the file."""
+    from models import lstm
+
+    game = load_game("lazerbike")
+    games, sequences = bike_games(12)
+    both = enc.qualitative(sequences, game, boards=True, games=games)
+    one = enc.qualitative(sequences, game, boards=True, games=games, seat=0)
+    assert len(one["inputs"]) * 2 == len(both["inputs"]) and (one["player"] == 0).all()
+    returns = {r["game_id"]: r["returns"] for r in games.to_pylist()}
+    for row, gid in enumerate(one["game_id"].tolist()):
+        assert one["seat_outcomes"][row].tolist() == pytest.approx(returns[gid])
+    meta = {"encoding": "qualitative", "game": "lazerbike", "options": {"boards": True}}
+    params = {**lstm.DEFAULTS, "player": -1, "outcomes": "wins"}
+    from_both, from_one = lstm.prepare(both, meta, params), lstm.prepare(one, meta, params)
+    for left, right in zip(from_both[1:], from_one[1:], strict=True):
+        assert np.array_equal(left, right)
+    assert any(returns[gid][1] > 0 for gid in one["game_id"].tolist())
+    with pytest.raises(DataError, match=r"seat 2: lazerbike has seats 0\.\.1"):
+        enc.qualitative(sequences, game, seat=2)
+
+
 def test_a_conv_lstm_reads_each_board_as_planes_and_plays_from_its_export(tmp_path):
     """`conv` folds each step's board bits back into [H, W, seats] planes before the
     convolutions: a single bit of seat 1 at cell (row 2, column 5) must land at exactly that
