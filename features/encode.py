@@ -102,10 +102,10 @@ def _row_info(table: pa.Table) -> dict[str, np.ndarray]:
     }
 
 
-def seat_outcomes(table: pa.Table, num_players: int) -> np.ndarray:
-    """[n, P] float32: every seat's outcome in each row's game (NaN where a seat has no row),
-    so a row says who won its game without its game's other rows beside it."""
-    info = _row_info(table)
+def seat_outcomes(info: dict[str, np.ndarray], num_players: int) -> np.ndarray:
+    """[n, P] float32 from the rows' `game_id`, `player` and `outcome`: every seat's outcome in
+    each row's game (NaN where a seat has no row), so a row says who won its game without its
+    game's other rows beside it."""
     ids, index = np.unique(info["game_id"], return_inverse=True)
     outcomes = np.full((len(ids), num_players), np.nan, dtype=np.float32)
     outcomes[index, info["player"].astype(np.int64)] = info["outcome"]
@@ -129,7 +129,7 @@ def quantitative(
     table = arrow(sequences)
     if plies and game.simultaneous:
         raise DataError(f"plies apply to turn-based games; {game.name} plays simultaneous laps")
-    outcomes = seat_outcomes(table, game.num_players)
+    outcomes = seat_outcomes(_row_info(table), game.num_players)
     if seat is not None:
         if not 0 <= seat < game.num_players:
             raise DataError(f"seat {seat}: {game.name} has seats 0..{game.num_players - 1}")

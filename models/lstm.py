@@ -183,13 +183,14 @@ def learner_actions(arrays: dict[str, np.ndarray], meta: dict[str, Any], game, p
 
 def seat_passes(arrays: dict[str, np.ndarray], rows: np.ndarray, num_players: int,
                 threshold: float) -> np.ndarray:  # fmt: skip
-    """[n, P] whether each seat of the rows' games ended with outcome > threshold."""
-    if "seat_outcomes" in arrays:  # every seat's result on the row (a one-seat encoding)
-        return arrays["seat_outcomes"][rows] > threshold
-    ids, index = np.unique(arrays["game_id"], return_inverse=True)
-    outcome = np.full((len(ids), num_players), -np.inf)
-    outcome[index, arrays["player"].astype(np.int64)] = arrays["outcome"]
-    return outcome[index[rows]] > threshold
+    """[n, P] whether each seat of the rows' games ended with outcome > threshold (encodings
+    written before rows carried `seat_outcomes` join the game's rows instead)."""
+    from features.encode import seat_outcomes
+
+    outcomes = arrays.get("seat_outcomes")
+    if outcomes is None:
+        outcomes = seat_outcomes(arrays, num_players)
+    return outcomes[rows] > threshold
 
 
 def mover_passes(arrays: dict[str, np.ndarray], rows: np.ndarray, actions: np.ndarray,
