@@ -115,6 +115,18 @@ def test_a_simultaneous_every_seat_lstm_imitates_each_seat_by_its_own_result():
     assert any(r[1] > 0 for r in returns.values()) and any(r[0] > 0 for r in returns.values())
 
 
+def test_rows_side_by_side_equals_selecting_then_concatenating(monkeypatch):
+    from models import lstm
+
+    rng = np.random.default_rng(0)
+    parts = [rng.integers(0, 2, (23, 6, k), dtype=np.int8) for k in (3, 1, 5)]
+    rows = rng.random(23) < 0.6
+    whole = np.concatenate([part[rows] for part in parts], axis=-1)
+    monkeypatch.setattr(lstm, "ROW_CHUNK", 4)  # several chunks, the last one short
+    joined = lstm.rows_side_by_side(parts, rows)
+    assert joined.dtype == np.int8 and np.array_equal(joined, whole)
+
+
 def test_one_seat_encoding_trains_the_every_seat_model_on_the_same_rows():
     """`--seat 0` keeps one row a game; every seat's result rides on it (`seat_outcomes`), so
     the every-seat model gets the same inputs, targets and per-seat weights as from both rows,
