@@ -129,20 +129,20 @@ def quantitative(
     table = arrow(sequences)
     if plies and game.simultaneous:
         raise DataError(f"plies apply to turn-based games; {game.name} plays simultaneous laps")
-    outcomes = seat_outcomes(_row_info(table), game.num_players)
+    info = _row_info(table)
+    info["seat_outcomes"] = seat_outcomes(info, game.num_players)
     if seat is not None:
         if not 0 <= seat < game.num_players:
             raise DataError(f"seat {seat}: {game.name} has seats 0..{game.num_players - 1}")
-        keep = _column(table, "player", np.int64) == seat
-        table, outcomes = table.filter(pa.array(keep)), outcomes[keep]
+        keep = info["player"] == seat
+        table, info = table.filter(pa.array(keep)), {k: v[keep] for k, v in info.items()}
     length = length or (int(game.max_game_length) if plies else sequence_length(game))
     rounds, counts = action_rounds(table, game, length + 1, False if plies else None)
     arrays = {
         "inputs": rounds[:, :length],
         "targets": rounds[:, 1:],
         "rounds": counts,
-        **_row_info(table),
-        "seat_outcomes": outcomes,
+        **info,
     }
     if boards:
         if not (plies or game.simultaneous):
