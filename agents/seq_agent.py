@@ -107,6 +107,7 @@ class Predictor:
 
     game_spec = ""
     log_scores = False  # the scores are log-probabilities
+    probabilities = True  # the scores (exponentiated when log) are probabilities
     plies = False  # trained on one round per move (`gridbots encode --plies`)
     boards = False  # reads the board after each round beside it (`gridbots encode --boards`)
 
@@ -266,6 +267,7 @@ class OnnxSequencePredictor(Predictor):
         self.padded = isinstance(length, int) and length > 0
         trained = str(meta.get("gridbots.length", ""))
         self.window = length if self.padded else int(trained) if trained.isdigit() else None
+        self.probabilities = self.session.get_outputs()[0].shape[-1] != 1  # mse: the action
 
     def _encode(self, rounds: np.ndarray, boards: np.ndarray | None) -> np.ndarray:
         g = self.game
@@ -323,6 +325,36 @@ def neutral_scores(step: np.ndarray, neutral: int) -> np.ndarray:
     return scores
 
 
+class MeanPredictor(Predictor):
+    """`model=A+B+…`: the mean of several models' probabilities of each action. Models trained
+    alike but from different seeds err in different places, so their mean ranks the moves
+    better than any one of them (measured on Lazerbike: reports/sequence-models.md)."""
+
+    def __init__(self, members: list[Predictor]):
+        if len({member.plies for member in members}) > 1:
+            raise AgentError("seq: the averaged models fold the history differently (--plies)")
+        for member in members:
+            if not member.probabilities:
+                raise AgentError("seq: only models that give probabilities can be averaged "
+                                 "(an mse LSTM gives the action itself)")  # fmt: skip
+        self.members, self.plies = members, members[0].plies
+        self.boards = any(member.boards for member in members)
+        self.game_spec = members[0].game_spec
+
+    def scores(
+        self, context: np.ndarray, player: int, boards: np.ndarray | None = None
+    ) -> np.ndarray:
+        total = 0.0
+        for member in self.members:
+            if member.boards:
+                raw = member.scores(context, player, boards=boards)
+            else:
+                raw = member.scores(context, player)
+            raw = np.asarray(raw, dtype=np.float64)
+            total = total + (np.exp(raw) if member.log_scores else raw)
+        return total / len(self.members)
+
+
 def load_predictor(path: str | Path, game: Game) -> Predictor:
     """The predictor of a model file, its kind told by the file's content; read once per thread
     (its state is per seat and checked on use, so games may share it)."""
@@ -350,6 +382,14 @@ def _read_predictor(path: Path, game: Game) -> Predictor:
     if predictor.game_spec and predictor.game_spec != game.spec():
         raise AgentError(f"seq: {path} was trained for {predictor.game_spec}, not {game.spec()}")
     return predictor
+
+
+def models_predictor(paths: str, game: Game) -> Predictor:
+    """One model file, or the mean of several joined by `+` (a file whose own name holds a `+`
+    is taken whole)."""
+    if "+" not in paths or Path(paths).is_file():
+        return load_predictor(paths, game)
+    return MeanPredictor([load_predictor(path, game) for path in paths.split("+")])
 
 
 # ---- the agent --------------------------------------------------------------------------------
@@ -394,7 +434,7 @@ class SeqAgent(Agent):
         if predictor is None and not path:
             raise AgentError("seq: name the model file: seq:model=PATH")
         self.flags = parse_guards("" if guards == "none" else guards)
-        self.predictor = predictor or load_predictor(path, game)
+        self.predictor = predictor or models_predictor(str(path), game)
         self.teams = np.asarray(game.teams, dtype=np.int64)
         self._guarded = bind(guarded_moves, game.kernels.search())
         width, n = max(game.num_actions, 64), game.num_players

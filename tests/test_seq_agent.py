@@ -10,7 +10,13 @@ from test_hmm import agreement, copycat_games
 from test_onnx_eval import linear_model
 
 from agents import AgentError, make
-from agents.seq_agent import Predictor, SeqAgent, decision_context, history_rounds
+from agents.seq_agent import (
+    MeanPredictor,
+    Predictor,
+    SeqAgent,
+    decision_context,
+    history_rounds,
+)
 from engine import load_game
 from engine.games.lazerbike import state_from_setup
 from engine.match import play_game
@@ -129,6 +135,60 @@ def test_onnx_copying_net_reproduces_the_copycat(tmp_path):
     assert agent.step(game.state_from_history([3, 5])) == 5
     # past the window (more than 20 rounds) the latest rounds are kept
     assert agent.predictor.scores(np.array([[1, 1]] * 25 + [[1, 4]]), 0).argmax() == 4
+
+
+def fixed_net(tmp_path, name: str, probabilities: dict[int, float], **extra) -> str:
+    """A Connect 4 sequence net whose every step gives the same probability of each column."""
+    bias = np.zeros(8)
+    for column, p in probabilities.items():
+        bias[1 + column] = p
+    meta = artifact_metadata("connect4", "lstm", "qualitative", "sequence", player=0, **extra)
+    return str(linear_model(tmp_path / name, np.zeros((16, 8)), bias, 20, meta))
+
+
+def test_several_models_play_the_mean_of_their_probabilities(tmp_path):
+    """Worked by hand: A puts 0.5 / 0.4 / 0.1 on columns 2 / 4 / 5, B 0.1 / 0.4 / 0.5. Each one
+    alone plays its own favourite; their mean (0.3 / 0.4 / 0.3) plays column 4, which neither
+    ranks first. A member whose scores are log-probabilities joins as probabilities."""
+    game = load_game("connect4")
+    a = fixed_net(tmp_path, "a.onnx", {2: 0.5, 4: 0.4, 5: 0.1})
+    b = fixed_net(tmp_path, "b.onnx", {2: 0.1, 4: 0.4, 5: 0.5})
+    state = game.state_from_history([3, 3])
+    assert make(f"seq:model={a},guards=none", game, seed=0).step(state) == 2
+    assert make(f"seq:model={b},guards=none", game, seed=0).step(state) == 5
+    both = make(f"seq:model={a}+{b},guards=none", game, seed=0)
+    assert isinstance(both.predictor, MeanPredictor) and both.step(state) == 4
+    scores = both.predictor.scores(np.array([[3, 3]]), 0)
+    assert np.allclose(scores[[2, 4, 5]], [0.3, 0.4, 0.3]) and np.allclose(scores[[0, 1]], 0)
+
+    class LogColumnSix(Predictor):
+        log_scores = True
+
+        def scores(self, context, player):
+            return np.log(np.where(np.arange(7) == 6, 0.9, 1e-9))
+
+    mixed = MeanPredictor([both.predictor.members[0], LogColumnSix()])
+    assert np.allclose(mixed.scores(np.array([[3, 3]]), 0)[[2, 6]], [0.25, 0.45])
+    # a file whose own name holds a `+` is one model, not two
+    plus = fixed_net(tmp_path, "c+d.onnx", {1: 1.0})
+    assert make(f"seq:model={plus},guards=none", game, seed=0).step(state) == 1
+
+
+def test_models_that_cannot_be_averaged_are_refused(tmp_path):
+    game = load_game("connect4")
+    a = fixed_net(tmp_path, "a.onnx", {2: 1.0})
+    meta = artifact_metadata("connect4", "lstm", "quantitative", "sequence", player=0)
+    mse = linear_model(tmp_path / "mse.onnx", np.array([[0.0], [1.0]]), np.zeros(1), 20, meta)
+    with pytest.raises(AgentError, match="only models that give probabilities"):
+        make(f"seq:model={a}+{mse}", game)
+    plies = fixed_net(tmp_path, "p.onnx", {2: 1.0}, plies=1)
+    with pytest.raises(AgentError, match="fold the history differently"):
+        make(f"seq:model={a}+{plies}", game)
+    with pytest.raises(AgentError, match="not found"):
+        make(f"seq:model={a}+{tmp_path / 'none.onnx'}", game)
+    bikes = fixed_net(tmp_path, "l.onnx", {2: 1.0})
+    with pytest.raises(AgentError, match="trained for connect4"):
+        make(f"seq:model={a}+{bikes}", load_game("lazerbike"))
 
 
 def test_history_and_context_on_one_move_rounds():
