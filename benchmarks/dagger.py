@@ -5,14 +5,18 @@
 
 Each STUDENT_DIR is a `gridbots generate GAME imitation` dataset in which a `seq:` bot (the
 student) played. Every step of the student's seat (random opening plies included) is relabelled
-with the teacher's move (in a simultaneous game, its move for the student's seat in that lap).
+with the teacher's move (in a simultaneous game, its move for the student's seat in that lap),
+replayed from each game's own seeded start (scenario included).
 For Connect 4, `--solve-from N` labels positions from ply N on, in games the student did not
 win, with the exact solver's best move instead (where the position is not already lost): the
 depth-4 teacher itself makes a third of the student's fatal moves (reports/sequence-models.md).
 The student's games are encoded as `gridbots encode --plies --boards` does (one-move rounds for
 turn-based games) in the base encoding's window, weighted on the student's steps only, and
-appended to the base encoding, whose metadata records the round (`dagger`). Prints one JSON
-object.
+appended to the base encoding, whose metadata records the round (`dagger`). A base encoded
+with `--seat` gets one row a game, whose `seat_outcomes` count the student's seat as the winner
+and the others as losers, so an every-seat model (`lstm player=-1` with `outcomes=wins`)
+imitates the teacher's labels in the student's seat, lost games included, and never the
+opponent's moves. Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -62,11 +66,13 @@ def relabel(arrays: dict, games: pa.Table, game, teacher_spec: str, solve_from: 
     for row, game_id in enumerate(arrays["game_id"].tolist()):
         rows_of.setdefault(game_id, []).append(row)
     counts = {"labelled": 0, "differ": 0, "solver_labels": 0}
-    for record in games.select(["game_id", "agents", "history", "returns"]).to_pylist():
+    columns = ["game_id", "agents", "history", "returns", "seed", "scenario"]
+    for record in games.select(columns).to_pylist():
         seat = next(i for i, spec in enumerate(record["agents"]) if spec.startswith("seq"))
         failed = record["returns"][seat] <= 0
         rows, history = rows_of[record["game_id"]], record["history"]
-        state = game.new_initial_state()
+        # the game's own start (a Lazerbike dataset may begin at random starts)
+        state = game.new_initial_state(seed=record["seed"], **json.loads(record["scenario"]))
         step = i = 0
         while i < len(history):
             mover = state.current_player()
@@ -90,6 +96,8 @@ def relabel(arrays: dict, games: pa.Table, game, teacher_spec: str, solve_from: 
                 i += 1
             step += mover >= 0 or joint  # chance steps are not in the sequences
         arrays["outcome"][rows] = np.where(arrays["player"][rows] == seat, 1.0, -1.0)
+        if "seat_outcomes" in arrays:  # an every-seat model learns the student's seat only
+            arrays["seat_outcomes"][rows] = np.where(np.arange(players) == seat, 1.0, -1.0)
     return counts
 
 
@@ -115,6 +123,7 @@ def main() -> None:
         plies=not game.simultaneous,
         boards=True,
         games=games,
+        seat=meta.get("options", {}).get("seat"),  # one row a game, as the base was encoded
     )
     counts = relabel(arrays, games, game, args.teacher, args.solve_from)
     arrays["game_id"] = arrays["game_id"] + base["game_id"].max() + 1
