@@ -372,6 +372,38 @@ def encoding(name: str) -> tuple[str, Callable[..., dict[str, np.ndarray]]]:
     return ENCODINGS[name]
 
 
+def encode_datasets(
+    directories: list[str | Path], name: str, **options: Any
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Several dataset folders of one game encoded as one file: a folder keeps the command that
+    made it, so more games of the same kind (another seed) come as another folder. Each
+    folder's game ids follow the previous folder's, so a split by game keeps games whole."""
+    if len(directories) == 1:
+        return encode_dataset(directories[0], name, **options)
+    from features.store import read_manifest
+    from features.validate import game_spec
+
+    games = {game_spec(read_manifest(directory)) for directory in directories}
+    if len(games) > 1:  # refused before any folder is encoded
+        raise DataError(f"the datasets hold different games ({', '.join(sorted(games))})")
+    parts = [encode_dataset(directory, name, **options) for directory in directories]
+    offset = 0  # the first folder keeps its ids; each later one's are shifted past them
+    for arrays, _ in parts:
+        if "game_id" in arrays and len(arrays["game_id"]):
+            arrays["game_id"] = arrays["game_id"] + offset
+            offset = int(arrays["game_id"].max()) + 1
+    joined = {key: np.concatenate([arrays[key] for arrays, _ in parts]) for key in parts[0][0]}
+    metas = [meta for _, meta in parts]
+    meta = {
+        **metas[0],
+        "dataset": "+".join(meta["dataset"] for meta in metas),
+        "manifest_hash": "+".join(str(meta["manifest_hash"]) for meta in metas),
+        "rows": len(next(iter(joined.values()))),
+        "shapes": {k: list(v.shape) for k, v in joined.items()},
+    }
+    return joined, meta
+
+
 def encode_dataset(
     directory: str | Path, name: str, **options: Any
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:

@@ -36,7 +36,12 @@ def validate(
 
 
 def encode(
-    directory: DATASET,
+    directories: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Dataset directories (made by gridbots generate) of one game, encoded as one file."
+        ),
+    ],
     encoding: Annotated[
         str,
         typer.Option(
@@ -78,8 +83,8 @@ def encode(
         ),
     ] = None,
 ) -> None:
-    """Encodes a dataset into arrays; the file records the encoding, game and shapes."""
-    from features.encode import encode_dataset, save
+    """Encodes datasets into arrays; the file records the encoding, game and shapes."""
+    from features.encode import encode_datasets, save
     from features.encode import encoding as lookup
     from features.errors import DataError
 
@@ -107,7 +112,7 @@ def encode(
         if encoding != "planes":
             raise DataError(f"--augment applies to the planes encoding, not {encoding!r}")
         options["augment"] = True
-    arrays, meta = encode_dataset(directory, encoding, **options)
+    arrays, meta = encode_datasets(directories, encoding, **options)
     save(arrays, meta, out)
     shapes = ", ".join(f"{k} {tuple(v.shape)}" for k, v in arrays.items())
     typer.echo(f"{out}: {encoding} of {meta['game']}, {meta['rows']} rows: {shapes}")

@@ -379,6 +379,41 @@ def test_encode_bad_input_is_one_line_exit_2(dataset, tmp_path, capsys):
     assert "boards need one round per move: add --plies" in err[5]
 
 
+def test_several_datasets_encode_as_one_file_with_their_games_kept_apart(dataset, tmp_path, capsys):
+    """Two folders of one game: the file is each folder's own encoding, in order, with the
+    second folder's game ids moved past the first's (a split by game keeps games whole);
+    datasets of different games are refused."""
+    from features.store import generate_dataset, read_manifest
+
+    other = tmp_path / "c4-seed4"
+    generate_dataset(other, "connect4", "randomized", {"x": 5, "y": 2}, seed=4)
+    out = tmp_path / "both.npz"
+    args = ["--encoding", "qualitative", "--plies", "--boards", "--seat", "0", "--out", str(out)]
+    assert main(["encode", str(dataset), str(other), *args]) == 0
+    joined, meta = enc.load(out)
+    options = {"plies": True, "boards": True, "seat": 0}
+    first, _ = enc.encode_dataset(dataset, "qualitative", **options)
+    second, _ = enc.encode_dataset(other, "qualitative", **options)
+    n = len(first["inputs"])
+    assert meta["rows"] == n + len(second["inputs"]) == len(joined["inputs"])
+    assert meta["dataset"] == f"{dataset}+{other}" and meta["options"] == options
+    hashes = [read_manifest(folder)["content_hash"] for folder in (dataset, other)]
+    assert meta["manifest_hash"] == "+".join(hashes)
+    for name in ("inputs", "targets", "boards", "seat_outcomes"):
+        assert np.array_equal(joined[name][:n], first[name], equal_nan=True), name
+        assert np.array_equal(joined[name][n:], second[name], equal_nan=True), name
+    assert np.array_equal(joined["game_id"][:n], first["game_id"])
+    shift = joined["game_id"][n:] - second["game_id"]
+    assert (shift == first["game_id"].max() + 1).all()
+    assert not set(joined["game_id"][:n]) & set(joined["game_id"][n:])
+    bikes = tmp_path / "bikes"
+    generate_dataset(bikes, "lazerbike", "randomized", {"x": 2, "y": 1}, seed=1)
+    assert main(["encode", str(dataset), str(bikes), "--encoding", "qualitative",
+                 "--out", str(tmp_path / "mixed.npz")]) == 2  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["gridbots: error: the datasets hold different games (connect4, lazerbike)"]
+
+
 def test_encoded_file_records_the_dataset_content_hash(dataset):
     from features.store import read_manifest
 
