@@ -76,7 +76,7 @@ def _check(params: dict[str, Any]) -> None:
 
 def sequence_items(data, i: int, variant: int, window: int):
     """(features per position, labels) of row i in CRFsuite's terms."""
-    from agents.seq_agent import crf_features, crf_label
+    from agents.crf_predictor import crf_features, crf_label
 
     neutral = data.game.neutral_action
     features = crf_features(data.observed[i], variant, window, int(data.seats[i]), neutral)
@@ -144,7 +144,8 @@ def train(
     progress: Any = None,
 ) -> TrainingResult:
     """Trains on the training games, scores the held-out ones, writes model.crfsuite (+ .json)."""
-    from agents.seq_agent import CrfPredictor, crf_sidecar
+    from agents.crf_predictor import CrfPredictor
+    from agents.seq_agent import crf_sidecar
     from models.export import checked_params, split_by_game
 
     params = checked_params("crf", DEFAULTS, params)

@@ -10,7 +10,8 @@ import pytest
 from test_hmm import agreement, copycat_arrays
 
 from agents import AgentError, make
-from agents.seq_agent import CrfPredictor, crf_sidecar, load_predictor
+from agents.crf_predictor import CrfPredictor
+from agents.seq_agent import crf_sidecar, load_predictor
 from engine import load_game
 from features.encode import one_hot_actions
 from models import crf
