@@ -184,6 +184,7 @@ def train_case(
     import mlflow
 
     from models.registry import register_run
+    from models.run_inputs import played_input
     from models.tracking import TrainedRun, client, experiment_id, log_artifact
 
     mlflow_client = client()
@@ -205,6 +206,12 @@ def train_case(
                 trainer = Trainer(case, {**params, "seed": seed}, work / f"seed-{seed}")
                 mlflow.log_params({k: json.dumps(v) for k, v in trainer.params.items()})
                 mlflow.set_tags({"gridbots.family": FAMILY, "gridbots.case": case, **(tags or {})})
+                # what the seed evolved against: the case (its preset or coevolution) and rivals
+                setting = {"game": network_game_spec(trainer.game), "case": case,
+                           "seed": seed, "params": trainer.params}  # fmt: skip
+                evolved = played_input(f"territory {case} evolution", "evolution", setting)
+                run_id = mlflow.active_run().info.run_id
+                mlflow_client.log_inputs(run_id, datasets=[evolved])
 
                 def report(row: dict[str, float], seed: int = seed) -> None:
                     _log_row(row)

@@ -50,8 +50,56 @@ def _missing(error: Exception) -> bool:
 
 
 # ---- registration ------------------------------------------------------------------------------
+def _network_files(run: Any, scratch: Path) -> list[Path]:
+    """The run's model file, then its sidecars: the trained file where it still is, else the
+    copy logged at `run.model_uri` (a training's scratch folder is gone by registration)."""
+    import mlflow
+
+    from models.tracking import sidecars
+
+    result = run.result
+    local = Path(result.artifact)
+    if local.is_file():
+        return [local, *sidecars(result)]
+    folder = Path(mlflow.artifacts.download_artifacts(run.model_uri, dst_path=str(scratch)))
+    found = sorted(p for p in folder.rglob(local.name) if p.is_file())
+    if not found:
+        raise ModelError(f"run {run.run_id} holds no {local.name} at {run.model_uri}")
+    return [found[0], *sorted(found[0].parent.glob(f"{found[0].name}.*"))]
+
+
+def log_bot(run: Any, client: Any) -> Any:
+    """Logs the run's bot as an MLflow pyfunc model (models.pyfunc_bot) into the run, which
+    keeps its status (a PlayerZero generation stays RUNNING while its loop works on it)."""
+    import mlflow
+
+    from models.play_spec import INNER_SPECS
+    from models.pyfunc_bot import log_bot as log_pyfunc
+
+    result = run.result
+    if result.artifact_kind not in INNER_SPECS:
+        raise ModelError(f"no bot plays artifact kind {result.artifact_kind!r}")
+    label = f"{model_name(run.dataset['game'], result.family)} ({result.artifact_kind})"
+    status = client.get_run(run.run_id).info.status
+    active = mlflow.active_run()
+    with tempfile.TemporaryDirectory(prefix="gridbots-register-") as scratch:
+        files = _network_files(run, Path(scratch))
+        if active is not None and active.info.run_id == run.run_id:
+            return log_pyfunc(files, INNER_SPECS[result.artifact_kind], run.dataset["game"], label)
+        with mlflow.start_run(run_id=run.run_id, nested=active is not None):
+            info = log_pyfunc(files, INNER_SPECS[result.artifact_kind], run.dataset["game"], label)
+        if status != "FINISHED":
+            client.update_run(run.run_id, status=status)
+        return info
+
+
 def register_run(run: Any, client: Any = None) -> str:
-    """Registers a tracking.TrainedRun's model as a new version; returns the version number."""
+    """Registers a tracking.TrainedRun's bot as a new version; returns the version number.
+
+    The version is the bot as an MLflow pyfunc model (positions in, moves out: `mlflow models
+    serve` deploys it); the network's own model stays at `run.model_uri`, named by the tag
+    `network.model_uri`. The one registration path: trainings, PlayerZero generations, TD and
+    NEAT champions and imported bundles all come through here."""
     from mlflow.exceptions import MlflowException
 
     client = client or _client()
@@ -77,6 +125,8 @@ def register_run(run: Any, client: Any = None) -> str:
         "encoding": result.encoding,
         "artifact.kind": result.artifact_kind,
         "artifact.file": Path(result.artifact).name,
+        "network.model_uri": run.model_uri,
+        "bot.flavor": "python_function",
         "dataset.path": run.dataset["dataset.path"],
         "dataset.sha256": run.dataset["dataset.sha256"],
         "dataset.manifest_hash": run.dataset["dataset.manifest_hash"],
@@ -84,9 +134,9 @@ def register_run(run: Any, client: Any = None) -> str:
         "export.parity_max_abs_diff": run.parity,
         **{f"eval.{k}": f"{float(v):.10g}" for k, v in result.metrics.items()},
     }
-    model_id = run.model_uri.split("/", 1)[1] if run.model_uri.startswith("models:/") else None
+    bot = log_bot(run, client)
     version = client.create_model_version(
-        name, run.model_uri, run_id=run.run_id, tags=tags, model_id=model_id
+        name, bot.model_uri, run_id=run.run_id, tags=tags, model_id=bot.model_id
     )
     return str(version.version)
 

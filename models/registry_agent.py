@@ -19,13 +19,7 @@ from pathlib import Path
 from agents.analysis import Analysis
 from agents.base import Agent, AgentError, builder, make
 from engine.protocol import Game, State
-
-#: artifact kind → the spec of the agent that plays it ({path} is the local file)
-INNER_SPECS = {
-    "onnx": "onnx:{path}",
-    "hmm-json": "seq:model={path}",
-    "crfsuite": "seq:model={path}",
-}
+from models.play_spec import INNER_SPECS, with_options
 
 
 @functools.cache
@@ -79,10 +73,7 @@ class RegistryAgent(Agent):
             raise AgentError(f"registry: {reference} is a {trained_for} model, not {game.name}")
         if kind == "onnx":
             _checked_onnx(str(path), path.stat().st_mtime)
-        inner = INNER_SPECS[kind].format(path=path)
-        if options:
-            joiner = ":" if inner.count(":") == 1 and "=" not in inner else ","
-            inner += joiner + ",".join(f"{k}={v}" for k, v in options.items())
+        inner = with_options(INNER_SPECS[kind].format(path=path), options)
         self.source = path
         self.reference = f"{reference} ({kind})"
         self.inner = make(inner, game, seed)

@@ -48,9 +48,23 @@ def training_source(game: str, params: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def played(game: str, params: dict[str, Any]) -> Any:
+    """The MLflow input of a TD run: its self-play or its opponent, with games and seed."""
+    from models.run_inputs import played_input
+
+    opponent = str(params.get("opponent", "self"))
+    setting = {"game": game, "opponent": opponent, "games": params.get("games"),
+               "seed": params.get("seed"), "encoding": "seat-observation"}  # fmt: skip
+    if opponent == "self":
+        return played_input(f"{game} self-play", "self-play", setting)
+    return played_input(f"{game} vs {opponent}", "opponent", setting)
+
+
 def log_child(entry: dict[str, Any], game: str, log_model: bool = False) -> tuple[str, str]:
     """Logs one configuration into the active run; (run id, model URI)."""
     import mlflow
+
+    from models.tracking import client
 
     params = entry["params"]
     mlflow.log_params(
@@ -59,6 +73,7 @@ def log_child(entry: dict[str, Any], game: str, log_model: bool = False) -> tupl
     mlflow.set_tags(
         {"gridbots.family": "td", "gridbots.game": game, "gridbots.config": entry["label"]}
     )
+    client().log_inputs(mlflow.active_run().info.run_id, datasets=[played(game, params)])
     history = entry.get("history", {})
     chunks, curve = history.get("games", []), history.get("curve_games", [])
     for key, values in history.items():

@@ -1,15 +1,18 @@
 """Training runs on MLflow: one run per configuration, a sweep as a parent with nested runs.
 
 Each run records every parameter, the dataset (path, file hash, the generation manifest's
-content hash when the encoded file carries it), per-epoch metrics as the family reports them
-through its `progress` callback, the final held-out metrics (`final.<name>`), the model artifact
-(ONNX through `mlflow.onnx.log_model` with a signature read from the graph; JSON and CRFsuite
-files as plain artifacts under `model/`) and a training-curve PNG. A sweep's parent run tags the
-best child and the metric that chose it, so `--register` registers the child that earned it.
+content hash when the encoded file carries it; as MLflow inputs, models.run_inputs: the encoded
+file and the validated dataset folders it came from), per-epoch metrics as the family reports
+them through its `progress` callback, the final held-out metrics (`final.<name>`), the model
+artifact (ONNX through `mlflow.onnx.log_model` with a signature read from the graph; JSON and
+CRFsuite files as plain artifacts under `model/`) and a training-curve PNG. A sweep's parent run
+tags the best child and the metric that chose it, so `--register` registers the child that
+earned it.
 
 Tracking URI: $MLFLOW_TRACKING_URI, else `sqlite:///mlflow.db` in the working directory; a
 SQLite store keeps its artifacts in `mlruns/` beside the database file. One experiment per game
-unless told otherwise. MLflow is imported lazily (it takes seconds); no TensorFlow here.
+unless told otherwise, tagged so MLflow's UI opens it on its training runs. MLflow is imported
+lazily (it takes seconds); no TensorFlow here.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 
 from models import sweep_state as kept  # a killed training's record in its work folder
 from models.base import ARTIFACT_KINDS, ModelError, TrainingResult, family
+from models.run_inputs import encoded_inputs, log_inputs
 from models.training_inputs import (  # noqa: F401 (re-exported: callers import them from here)
     OBJECTIVES,
     coerce,
@@ -72,15 +76,24 @@ def client():
     return mlflow.MlflowClient(uri)
 
 
+#: the tag MLflow 3's UI reads to open an experiment on its training runs (not the GenAI
+#: overview of traces, which gridbots never writes)
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+
+
 def experiment_id(mlflow_client: Any, name: str) -> str:
-    """The id of experiment `name`, created (artifacts under `artifact_root`) when missing."""
+    """The id of experiment `name`, created (artifacts under `artifact_root`) when missing, and
+    tagged as custom model development (an experiment made before the tag gets it now)."""
+    key, kind = EXPERIMENT_KIND
     found = mlflow_client.get_experiment_by_name(name)
     if found is not None:
         if found.lifecycle_stage == "deleted":
             raise ModelError(f"MLflow experiment {name!r} is deleted; restore it or pick another")
+        if (found.tags or {}).get(key) != kind:
+            mlflow_client.set_experiment_tag(found.experiment_id, key, kind)
         return found.experiment_id
     return mlflow_client.create_experiment(
-        name, artifact_location=artifact_root(tracking_uri(), name)
+        name, artifact_location=artifact_root(tracking_uri(), name), tags={key: kind}
     )
 
 
@@ -158,12 +171,17 @@ def log_artifact(result: TrainingResult) -> tuple[str, dict[str, str]]:
     if result.artifact_kind == "onnx":
         proto = read_onnx(path)
         tags.update({f"artifact.{e.key}": e.value for e in proto.metadata_props})
+        from agents.onnx_runtime import providers
+
         info = mlflow.onnx.log_model(
             proto,
             name="model",
             signature=onnx_signature(proto),
             pip_requirements=ONNX_REQUIREMENTS,
             save_as_external_data=False,
+            # the providers that really work here (a quiet probe): MLflow's default asks for
+            # CUDA first, and onnxruntime-gpu on a CPU machine then prints CUDA errors at load
+            onnx_execution_providers=list(providers()),
         )
         return info.model_uri, tags
     mlflow.log_artifact(str(path), artifact_path="model")
@@ -213,6 +231,8 @@ def _run_one(
     )
     mlflow.log_params({**dataset, "family": family_name})
     mlflow.set_tags({"gridbots.family": family_name, "gridbots.game": dataset["game"]})
+    path, digest = Path(dataset["dataset.path"]), dataset["dataset.sha256"]
+    log_inputs(client(), run_id, encoded_inputs(path, meta, digest))
     curves: dict[str, list[float]] = {}
 
     def progress(epoch: int, metrics: dict[str, float]) -> None:

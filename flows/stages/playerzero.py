@@ -137,6 +137,7 @@ def _flat_metrics(summary: dict[str, Any]) -> dict[str, float]:
 
 def _generation(root: Path, spec: str, game: Any, settings: dict, gate: dict, state: dict,
                 g: int, parent_id: str, experiment: str, on_cluster: bool) -> dict:  # fmt: skip
+    from models.run_inputs import log_encoded_file
     from models.tracking import client
 
     mlflow = client()
@@ -162,7 +163,9 @@ def _generation(root: Path, spec: str, game: Any, settings: dict, gate: dict, st
         echo(f"generation {g}: {selfplay['games']} games, {selfplay['positions']} positions, "
              f"{selfplay['positions_per_s']:.0f} positions/s ({selfplay['agent']})")  # fmt: skip
         validate_task(root, g, settings["validation"])
-        encode_task(root, g, game)
+        encoded = encode_task(root, g, game)
+        source = {"dataset": str(loop.gen_dir(root, g) / "data"), "table": "positions"}
+        log_encoded_file(mlflow, run_id, Path(encoded), source)  # the self-play it generated
         runs, fought, changes = curriculum_task(root, g, game, settings, state, run_id,
                                                 on_cluster)  # fmt: skip
         role = "student" if "student" in fought else "coach"
