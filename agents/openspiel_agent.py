@@ -1,30 +1,103 @@
-"""`openspiel:BOT[:options]`: OpenSpiel's own bots playing gridbots games, to compare with a peer.
+"""The bridge to OpenSpiel's bots: `openspiel:BOT[:options]` agents, and positions both ways.
 
-Needs the `peers` extra (open_spiel). Only games that declare `openspiel_name` (the same rules
-and action ids in OpenSpiel, checked by tests/test_openspiel_peer.py) are supported. The bot's
-state is rebuilt from the gridbots history before every move, so it never sees engine objects.
-Specs: `openspiel:mcts:sims=1000,c=1.41` (C++ MCTS with random rollouts), `openspiel:random`.
+Needs the `peers` extra (open_spiel); pyspiel is imported only inside these functions, so
+`agents.make` never loads it for other specs. Two kinds of OpenSpiel game stand for a gridbots
+game:
+- OpenSpiel's own game where a gridbots game declares `openspiel_name` (Connect 4 as
+  `connect_four`, Othello): the same rules and action ids (Connect 4's columns 0-6, Othello's
+  squares row * 8 + column from the top left and 64 for the pass, checked move by move in
+  tests/test_openspiel_peer.py), so a position travels as its move history: OpenSpiel draws
+  Connect 4's bottom row last and gridbots too, but neither side ever reads the other's board;
+- `gridbots_<name>` (engine.openspiel_games): the gridbots position itself, kernel array and
+  all, so seeded starts and chance draws come along.
+
+Specs: `openspiel:mcts:sims=1000,c=1.41` (C++ MCTS with random rollouts), `openspiel:random`;
+on every gridbots game (through `gridbots_<name>` where OpenSpiel has no counterpart). The other
+direction, gridbots agents as `pyspiel.Bot`s, is agents/openspiel_bot.py.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from agents.base import Agent, AgentError, builder, option
 from engine.protocol import Game, State
+from engine.registry import game_names, load_game
+
+INSTALL = "install the `peers` extra: pip install -c constraints.txt -e '.[peers]'"
+
+
+def _pyspiel() -> Any:
+    try:
+        import pyspiel
+    except ImportError:
+        raise AgentError(f"openspiel: {INSTALL}") from None
+    return pyspiel
+
+
+def peer_game(game: Game) -> Any:
+    """The OpenSpiel game that plays `game`: its declared counterpart, else `gridbots_<name>`
+    with the same parameters."""
+    pyspiel = _pyspiel()
+    if game.openspiel_name is not None:
+        return pyspiel.load_game(game.openspiel_name)
+    from engine.openspiel_games import load
+
+    return load(game)
+
+
+def peer_state(game: Game, peer: Any, state: State) -> Any:
+    """`state` as a state of `peer` (from `peer_game(game)`)."""
+    if game.openspiel_name is not None:
+        twin = peer.new_initial_state()
+        for action in state.history():
+            twin.apply_action(action)
+        return twin
+    from engine.openspiel_games import from_gridbots
+
+    return from_gridbots(peer, state)
+
+
+def gridbots_game(peer: Any) -> Game:
+    """The gridbots game an OpenSpiel game stands for (`connect_four` is connect4, a
+    `gridbots_<name>` game its own); AgentError for any other game."""
+    native = getattr(peer, "gridbots", None)
+    if isinstance(native, Game):
+        return native
+    name = peer.get_type().short_name
+    for candidate in game_names():
+        game = load_game(candidate)
+        if game.openspiel_name == name:
+            if peer.get_parameters() not in ({}, _defaults(peer)):
+                raise AgentError(f"openspiel: only {name} with its default parameters")
+            return game
+    raise AgentError(f"openspiel: {name} is not a gridbots game nor one's counterpart")
+
+
+def _defaults(peer: Any) -> dict[str, Any]:
+    return dict(peer.get_type().parameter_specification)
+
+
+def gridbots_state(peer_state: Any) -> State:
+    """The gridbots position of an OpenSpiel state (a copy): a `gridbots_<name>` state's own,
+    or a counterpart's replayed from its history."""
+    twin = getattr(peer_state, "twin", None)
+    if twin is not None:
+        return twin.clone()
+    game = gridbots_game(peer_state.get_game())
+    return game.state_from_history(list(peer_state.history()))
 
 
 @builder("openspiel")
 class OpenSpielAgent(Agent):
     def __init__(self, game: Game, spec: str, seed: int | None = None, **options: str):
         super().__init__(game, spec, seed)
-        try:
-            import pyspiel
-        except ImportError:
-            raise AgentError("openspiel: install the `peers` extra (open_spiel)") from None
-        if game.openspiel_name is None:
-            raise AgentError(f"openspiel: {game.name} has no OpenSpiel counterpart")
+        pyspiel = _pyspiel()
         kind = options.pop("variant", "")
-        self.peer_game = pyspiel.load_game(game.openspiel_name)
+        self.peer_game = peer_game(game)
         seed = 0 if seed is None else seed
+        if kind == "mcts" and game.simultaneous:
+            raise AgentError(f"openspiel: mcts plays turn-based games, not {game.name}")
         if kind == "mcts":
             sims = option(options, "sims", int, 1000)
             c = option(options, "c", float, 1.41)
@@ -42,7 +115,4 @@ class OpenSpielAgent(Agent):
     def step(self, state: State, player: int | None = None) -> int:
         if self.bot is None:
             return state.random_action(self.rng, player)
-        peer = self.peer_game.new_initial_state()
-        for action in state.history():
-            peer.apply_action(action)
-        return int(self.bot.step(peer))
+        return int(self.bot.step(peer_state(self.game, self.peer_game, state)))

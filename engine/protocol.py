@@ -164,6 +164,14 @@ class Game:
     openspiel_name: ClassVar[str | None] = None
     #: parameters accepted by the constructor, with defaults (OpenSpiel's game parameters)
     default_params: ClassVar[dict[str, Any]] = {}
+    #: the fewest and most players any parameters give (OpenSpiel's min/max_num_players)
+    player_counts: ClassVar[tuple[int, int]] = (2, 2)
+
+    def seeded_start(self, **scenario: Any) -> bool:
+        """Whether `new_initial_state`'s seed changes the game (a random line-up, a scripted
+        opponent's dice): OpenSpiel then sees a chance node before the first move
+        (engine.openspiel_games). False where the seed is drawn but never read."""
+        return False
 
     def __init__(self, **params: Any):
         unknown = set(params) - set(self.default_params)

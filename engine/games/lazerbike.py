@@ -279,6 +279,10 @@ class Lazerbike(Game):
     }  # fmt: skip
     evaluate = staticmethod(evaluate)  # numba dispatchers bind as methods otherwise
     default_params: ClassVar[dict[str, Any]] = {"players": 2, "teams": ""}
+    player_counts = (2, MAX_BIKES)
+
+    def seeded_start(self, **scenario: Any) -> bool:
+        return scenario.get("start") == "random"
 
     def _kernels(self) -> KernelSet:
         return KERNELS

@@ -404,6 +404,7 @@ class Sokoban(Game):
         },
     }  # fmt: skip
     default_params = {"level": "first"}  # noqa: RUF012 (the protocol's class attribute)
+    player_counts = (1, MAX_PLAYERS)
 
     def _kernels(self) -> KernelSet:
         return KERNELS

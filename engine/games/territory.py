@@ -349,6 +349,9 @@ class Territory(Game):
         self.observation_shape = (3, size, size)
         self.max_game_length = self.rounds * (2 if self.red_mode == RED_AGENT else 1)
 
+    def seeded_start(self, **scenario: Any) -> bool:
+        return self.red_mode == RED_SCRIPTED
+
     def initial_config(self, rng: np.random.Generator, **scenario: Any) -> np.ndarray:
         """The preset's board; the seed drives red's scripted policy (`against-red`)."""
         if scenario:

@@ -114,6 +114,9 @@ class Tactics(Game):
         self.observation_shape = (PLANES, SIZE, SIZE)
         self.max_game_length = turns * MAX_ACTIONS_PER_TURN
 
+    def seeded_start(self, **scenario: Any) -> bool:
+        return self.params["preset"] == "random"
+
     def initial_config(self, rng: np.random.Generator, **scenario: Any) -> np.ndarray:
         if scenario:
             raise GameError(f"tactics: unknown scenario option(s) {sorted(scenario)}")
