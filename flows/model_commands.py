@@ -1,4 +1,5 @@
-"""`gridbots train | export | quantize | promote` and `gridbots bots list | show | promote`.
+"""`gridbots train | export | quantize | promote` and `gridbots bots list | show | promote |
+export | import`.
 
 Thin shells over models.tracking (runs and sweeps on MLflow) and models.registry (versions,
 evidence, the promotion gate). Training already exports: every run logs its ONNX / JSON /
@@ -15,7 +16,9 @@ from typing import Annotated, Any
 
 import typer
 
-bots_app = typer.Typer(help="Registered bots: list, show, promote.", no_args_is_help=True)
+bots_app = typer.Typer(
+    help="Registered bots: list, show, promote, export and import bundles.", no_args_is_help=True
+)
 GAMES = Annotated[int, typer.Option("--games", min=2, help="Gate games (sides swapped).")]
 SEED = Annotated[int, typer.Option("--seed", help="First scenario seed of the gate.")]
 BASELINE = Annotated[
@@ -265,6 +268,45 @@ def _evidence_groups(tags: dict[str, str]) -> list[tuple[str, list[tuple[str, st
         if keys:
             groups.append((heading, [(k, left.pop(k)) for k in keys]))
     return groups
+
+
+@bots_app.command("export")
+def bots_export(
+    reference: Annotated[
+        str,
+        typer.Argument(help="NAME[@ALIAS|/VERSION] of the registry, or zoo:GAME/NAME (a folder)."),
+    ],
+    out: Annotated[Path, typer.Option("--out", help="New folder for the bundle.")],
+) -> None:
+    """Writes a bundle: the bot's files, its card and evidence, and their sha256 (bundle.json)."""
+    from models.bundle import MANIFEST, export
+
+    folder = export(reference, out)
+    manifest = json.loads((folder / MANIFEST).read_text())
+    typer.echo(f"{folder}: {manifest['name']} ({len(manifest['files'])} files, {MANIFEST})")
+
+
+@bots_app.command("import")
+def bots_import(
+    folder: Annotated[Path, typer.Argument(help="A bundle folder (gridbots bots export).")],
+    name: Annotated[
+        str | None, typer.Option("--name", help="Register as GAME-FAMILY (default: the bundle's).")
+    ] = None,
+    production: Annotated[
+        bool,
+        typer.Option("--production", help="Make it @production; only where the name has none yet."),
+    ] = False,
+) -> None:
+    """Checks a bundle (hashes, portable formats only, card) and registers a new version."""
+    from models.bundle import import_bundle
+
+    done = import_bundle(folder, name, production)
+    where = (
+        "@production"
+        if done["production"]
+        else f"not in production (the gate: gridbots bots promote {done['name']} {done['version']})"
+    )
+    typer.echo(f"registered {done['name']}/{done['version']}, {where}")
 
 
 def register(app: typer.Typer) -> None:
