@@ -116,3 +116,18 @@ class OpenSpielAgent(Agent):
         if self.bot is None:
             return state.random_action(self.rng, player)
         return int(self.bot.step(peer_state(self.game, self.peer_game, state)))
+
+
+class BotAgent(Agent):
+    """Any `pyspiel.Bot` seated in a gridbots match or tournament (a policy OpenSpiel trained,
+    OpenSpiel's Python MCTSBot): it sees each position as a state of `peer` (default
+    `peer_game(game)`), so a bot made for `gridbots_<name>` or a counterpart plays as it would
+    in OpenSpiel. One bot per game, as gridbots makes agents."""
+
+    def __init__(self, game: Game, bot: Any, peer: Any = None, spec: str = "openspiel-bot"):
+        super().__init__(game, spec)
+        self.bot = bot
+        self.peer_game = peer_game(game) if peer is None else peer
+
+    def step(self, state: State, player: int | None = None) -> int:
+        return int(self.bot.step(peer_state(self.game, self.peer_game, state)))
