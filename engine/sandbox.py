@@ -13,6 +13,7 @@ import resource
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 DEFAULT_MEMORY_MB = 2048
@@ -52,14 +53,32 @@ def discard_process(proc: subprocess.Popen, folder: Path | None, marker: str) ->
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def kill_marked(marker: str) -> None:
-    """Kills every process whose environment carries `marker` (children that left the group)."""
+def kill_marked(marker: str, patience_s: float = 10.0) -> None:
+    """Kills every process whose environment carries `marker` (children that left the group),
+    and returns once they are gone (dead or a zombie) or after `patience_s`: SIGKILL is only
+    delivered, not awaited, so a caller that returned at once could still see them run."""
     needle = f"{MARKER}={marker}".encode()
+    killed = []
     for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
         if not entry.name.isdigit():
             continue
         try:
             if needle in (entry / "environ").read_bytes().split(b"\0"):
                 os.kill(int(entry.name), signal.SIGKILL)
+                killed.append(entry)
         except (OSError, ValueError):
             continue
+    deadline = time.monotonic() + patience_s
+    while killed and time.monotonic() < deadline:
+        killed = [entry for entry in killed if _running(entry)]
+        if killed:
+            time.sleep(0.002)
+
+
+def _running(entry: Path) -> bool:
+    """A /proc entry that is still a live process (a zombie has already let go of everything)."""
+    try:
+        stat = (entry / "stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] not in "ZX"

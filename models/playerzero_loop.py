@@ -455,11 +455,15 @@ class GenerationClock:
         self.path, self.beat, self.now = Path(path), beat, now
         self.before = float(read_json(self.path, {}).get("seconds", 0.0))
         self.started = now()
+        self.stopped: float | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def seconds(self) -> float:
-        """Earlier attempts' seconds plus this attempt's so far."""
+        """Earlier attempts' seconds plus this attempt's so far; once stopped, the figure it
+        saved, so the generation's summary and clock.json state one number."""
+        if self.stopped is not None:
+            return self.stopped
         return self.before + self.now() - self.started
 
     def save(self) -> float:
@@ -480,4 +484,4 @@ class GenerationClock:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        self.save()
+        self.stopped = self.save()

@@ -1,10 +1,24 @@
 """Shared test settings: no telemetry, patience for Prefect, hypothesis profiles (CI, desk)."""
 
+import atexit
 import os
+import shutil
 import socket
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 from engine.noise import TELEMETRY_OFF
+
+# The user's own state never reaches a test: after `make demo` the checkout holds mlflow.db (a
+# registry with production bots), and a CLI a test starts in the checkout would open it (the
+# default tracking URI is relative to the working folder), as would any store the user's shell
+# names. Every test process and everything it starts gets an empty store and model cache of its
+# own instead; a test that wants a store sets MLFLOW_TRACKING_URI itself.
+_SCRATCH = Path(tempfile.mkdtemp(prefix="gridbots-tests-"))
+atexit.register(shutil.rmtree, _SCRATCH, ignore_errors=True)
+os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{_SCRATCH / 'mlflow.db'}"
+os.environ["GRIDBOTS_MODEL_CACHE"] = str(_SCRATCH / "model-cache")
 
 for key, value in {
     **TELEMETRY_OFF,  # the test servers' heartbeats too

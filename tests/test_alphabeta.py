@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -118,13 +116,38 @@ def test_table_is_sized_to_the_search_and_never_changes_a_fixed_depth_move(conne
             state.apply_action(move)
 
 
-def test_respects_time_and_node_budget(connect4):
+class SteppingClock:
+    """The search's own clock, made to advance `step` seconds at every reading: the deadline
+    logic runs exactly as on a machine of that speed, whatever this machine's load."""
+
+    def __init__(self, step: float, jump_after: int = 0):
+        self.now, self.step, self.readings, self.jump_after = 100.0, step, 0, jump_after
+
+    def perf_counter(self) -> float:
+        self.readings += 1
+        if self.readings == self.jump_after:
+            self.now += 3600.0  # the process was descheduled for an hour
+        self.now += self.step
+        return self.now
+
+
+def test_respects_time_and_node_budget(connect4, monkeypatch):
+    import agents.search
+
     agent = make("alphabeta:ms=30", connect4)
     state = connect4.new_initial_state()
-    began = time.perf_counter()
+    clock = SteppingClock(0.0005)
+    monkeypatch.setattr(agents.search, "time", clock)
+    began = clock.now
     result = agent.search(state)
-    assert time.perf_counter() - began < 1.0  # generous: shared CI cores
+    # it deepened while the next depth fitted, and returned inside its 30 ms by its own clock
     assert 2 <= result.depth < connect4.max_game_length
+    assert clock.now - began <= 0.030 + 1e-9  # its last reading may fall on the deadline
+    # past the deadline after the first depth: that depth's move, nothing deeper
+    late = SteppingClock(0.0005, jump_after=3)
+    monkeypatch.setattr(agents.search, "time", late)
+    result = agent.search(state)
+    assert result.depth == 1 and result.move in state.legal_actions()
     stopped = agent.core.search(state.array, 0, 12, budget=50)  # a node budget stops it
     assert stopped.aborted and stopped.nodes == 51 and not stopped.exact
 

@@ -29,7 +29,7 @@ from flows.stage_host import start_host, wait_ready
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-pytestmark = pytest.mark.filterwarnings("ignore")
+pytestmark = [pytest.mark.filterwarnings("ignore"), pytest.mark.slow]
 
 
 def tiny_profile() -> dict:
@@ -96,16 +96,20 @@ def tiny_profile() -> dict:
     return params
 
 
-def copy_repo(target: Path) -> None:
+def copy_repo(target: Path, source: Path = REPO) -> None:
+    """The files git tracks in `source` (as they are in its working tree), and nothing else: a
+    test never starts from the user's state. After `make demo` the checkout holds an untracked
+    `dvc.lock` and every ignored output; a copy that took untracked files began from the demo's
+    pipeline state, and the repro tests failed after `make demo` while passing on a clean
+    clone. A file a developer created but has not `git add`ed is not copied either."""
     listed = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
-        cwd=REPO, capture_output=True, check=True,
-    ).stdout.decode().split("\0")  # fmt: skip
+        ["git", "ls-files", "-z"], cwd=source, capture_output=True, check=True
+    ).stdout.decode().split("\0")
     for name in filter(None, listed):
-        source = REPO / name
-        if source.is_file() and not name.startswith((".venv/", "tests/")):
+        path = source / name
+        if path.is_file() and not name.startswith("tests/"):
             (target / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target / name)
+            shutil.copy2(path, target / name)
     share_compiled_code(target)
 
 
@@ -264,6 +268,33 @@ def test_repro_killed_resumes_then_does_nothing_then_only_what_changed(repo):
     status = dvc(repo, "status", "--json")
     changed = set(json.loads(status.stdout))
     assert changed == {"evaluate-lazerbike"}, status.stdout
+
+
+def test_a_copy_of_a_checkout_that_ran_the_pipeline_starts_from_nothing(repo, tmp_path):
+    """The state `make demo` leaves (a real dvc.lock, every output, mlflow.db), here the one the
+    test above left in its copy, never reaches a test's copy: the copy holds exactly the tracked
+    files, and DVC there sees every stage still to run."""
+    root, env = repo
+    assert (root / "dvc.lock").is_file() and (root / "trained").is_dir()  # the demo-like state
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    copy_repo(copy, source=root)
+    tracked = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True,
+                             check=True).stdout.split()  # fmt: skip
+    copied = {
+        p.relative_to(copy).as_posix()
+        for p in copy.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+    assert copied == {name for name in tracked if not name.startswith("tests/")}
+    for state in ("dvc.lock", "mlflow.db", "data", "trained", "evaluation", "promotion"):
+        assert not (copy / state).exists(), state
+    git(copy, "init", "-q")
+    status = subprocess.run([str(BIN / "dvc"), "status", "--json"], cwd=copy, env=env,
+                            capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert status.returncode == 0, status.stderr
+    lock = yaml.safe_load((root / "dvc.lock").read_text())
+    assert set(lock["stages"]) <= set(json.loads(status.stdout))  # every stage: to run
 
 
 def assert_trained_like_an_undisturbed_run(root: Path, game: str, name: str) -> None:

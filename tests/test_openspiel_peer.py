@@ -2,12 +2,15 @@
 
 import numpy as np
 import pytest
+from optional import require_module
 
 from agents import AgentError, make
 from engine import load_game
 from engine.match import play_match
 
-pyspiel = pytest.importorskip("pyspiel", reason="the peers extra (open_spiel) is not installed")
+pyspiel = require_module(
+    "pyspiel", "the peers extra: pip install -c constraints.txt -e '.[peers]'", module_level=True
+)
 
 
 @pytest.mark.parametrize("name", ["connect4", "othello"])

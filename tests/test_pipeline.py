@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from optional import require_module
 
 from flows import pipeline
 from flows.params import ParamsError, check, load
@@ -258,7 +259,7 @@ def test_serve_registers_the_cycle_with_the_cron_of_params():
 
 
 def test_dask_cluster_gives_the_rows_of_a_local_run(chain, tmp_path):
-    pytest.importorskip("prefect_dask")
+    require_module("prefect_dask", "the dask extra: pip install -c constraints.txt -e '.[dask]'")
 
     from distributed import LocalCluster
 

@@ -99,13 +99,27 @@ def test_it_learned_what_its_teacher_plays(trained):
 
 
 def test_agents_play_the_exported_file(trained):
+    """Each agent that reads the file plays whole legal games; `policy` plays exactly the
+    network's most likely legal move, and the searches take a win in one that the net alone
+    need not see."""
     result, _ = trained
     game = parse_game_spec("connect4")
+    net = PolicyValueNet(game, result.artifact)
     for spec in (f"onnx:{result.artifact}:sims=20", f"puct:model={result.artifact},sims=20",
                  f"policy:model={result.artifact}"):  # fmt: skip
-        state = game.new_initial_state()
+        agent, state = make(spec, game, seed=0), game.new_initial_state()
         while not state.is_terminal():
-            state.apply_action(make(spec, game, seed=0).step(state))
+            move = agent.step(state)
+            assert move in state.legal_actions(), (spec, state.history())
+            if spec.startswith("policy:"):
+                mask = state.legal_actions_mask().astype(np.float32)[None]
+                policy, _ = net(state.observation_tensor()[None], mask)
+                assert move == int(np.argmax(policy[0])), state.history()
+            state.apply_action(move)
+        assert sorted(state.returns()) in ([-1.0, 1.0], [0.0, 0.0])
+    won = game.state_from_history(game.parse_moves("112233"))  # X: 4 completes the bottom row
+    for spec in (f"onnx:{result.artifact}:sims=200", f"puct:model={result.artifact},sims=200"):
+        assert make(spec, game, seed=0).step(won) == 3, spec
 
 
 def test_warm_start_continues_from_saved_weights(trained, tmp_path):

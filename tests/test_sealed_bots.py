@@ -5,9 +5,9 @@ games finish normally and nothing they do outlives them or lands outside their f
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +21,10 @@ from flows.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 HEADER = "import os, sys, threading, time\n\n"
+
+
+# hostile bots in real processes; a hang fails with pytest-timeout's message, no speed target
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 @pytest.fixture(scope="module")
@@ -64,11 +68,14 @@ def test_looping_bot_does_not_hang_a_two_game_match(tmp_path, capsys):
                 while True:
                     pass
     """)  # fmt: skip
-    began = time.perf_counter()
     code = main(["match", "connect4", f"file:{path}:Bot", "random", "--games", "2",
                  "--isolated", "--move-ms", "50", "--json"])  # fmt: skip
-    assert code == 0 and time.perf_counter() - began < 60
-    assert '"games": 2' in capsys.readouterr().out
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["games"] == 2
+    looping = summary["bots"][0]
+    assert looping["late"] == 2 and looping["crashes"] == 2  # one late move a game, killed
+    assert looping["faults"][0].startswith("game 0: late: no move for ")
 
 
 def test_every_late_bot_is_killed_and_replaced_for_the_rest_of_the_game(tmp_path, connect4):
@@ -96,10 +103,9 @@ def test_a_bot_hanging_on_a_new_game_misses_that_deadline_too(tmp_path, connect4
             def step(self, state, player):
                 return state.legal_actions(player)[0]
     """)  # fmt: skip
-    began = time.perf_counter()
     rows = pairing(connect4, path, games=3)
-    assert time.perf_counter() - began < 60
     assert [(r["a_crashes"], r["a_moves"] > 0) for r in rows] == [(0, True), (1, False), (0, True)]
+    assert [r["a_late"] for r in rows] == [0, 1, 0]  # the second game's start missed RESET_S
 
 
 def test_a_forking_bot_leaves_nothing_behind(tmp_path, connect4):
@@ -116,10 +122,7 @@ def test_a_forking_bot_leaves_nothing_behind(tmp_path, connect4):
                 return state.legal_actions(player)[0]
     """)  # fmt: skip
     pairing(connect4, path, games=2)
-    deadline = time.time() + 5
-    while processes_with(token) and time.time() < deadline:
-        time.sleep(0.1)
-    assert processes_with(token) == []
+    assert processes_with(token) == []  # gone when the match returns, the escaped child too
 
 
 def test_cpu_time_is_limited_besides_the_deadline(tmp_path, connect4):
@@ -133,14 +136,13 @@ def test_cpu_time_is_limited_besides_the_deadline(tmp_path, connect4):
     """)  # fmt: skip
     bot = BotProcess(command(), f"file:{path}", cpu_s=1)
     players = IsolatedPlayers([bot], 1000.0, np.random.default_rng(0))
-    began = time.perf_counter()
     try:
         players.begin("connect4", 0, {}, [0])
     finally:
         players.close()
         bot.close()
-    # killed by its CPU limit after about a second, long before the 120 s start-up deadline
-    assert time.perf_counter() - began < 30 and bot.stats.crashes == 1
+    # killed by its CPU limit, not by the start-up deadline (which would have counted it late)
+    assert bot.stats.crashes == 1 and bot.stats.late == 0
 
 
 def test_a_bot_sees_no_secrets_and_lives_in_its_own_folder(tmp_path, connect4, monkeypatch):
