@@ -11,7 +11,7 @@ export DVC_NO_ANALYTICS := 1
 export GX_ANALYTICS_ENABLED := false
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: install test demo ui lint format bench clean screenshots
+.PHONY: install test test-fast demo ui lint format bench clean screenshots
 
 install: $(STAMP)
 
@@ -25,6 +25,12 @@ $(STAMP): pyproject.toml constraints.txt
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+# the edit-test loop: every test but those marked slow (whole chains, the cluster, the browser,
+# killed-and-resumed runs, hostile bot processes); `make test` stays the whole suite
+test-fast: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -m "not slow"
 
 # set-up, then `dvc repro` of the whole chain (one Prefect server for every stage), then
 # where to look: tournament table, production versions, the UIs, reports/pipeline/README.md

@@ -21,6 +21,7 @@ import pytest
 
 from flows import cluster
 
+pytestmark = pytest.mark.slow  # a real cluster of processes
 REPO = Path(__file__).resolve().parents[1]
 #: slow enough per shard (MCTS self-play, one game a shard) that a kill lands mid-task
 SELFPLAY = {"x": 6, "shard_size": 1, "agent": "mcts:sims=30000"}

@@ -25,7 +25,7 @@ from flows import pipeline
 from flows.params import ParamsError, check, load
 
 REPO = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.filterwarnings("ignore")
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore")]
 
 
 def tiny_params() -> dict:

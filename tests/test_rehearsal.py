@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from flows.dependencies import stages
@@ -117,6 +118,7 @@ def test_a_first_run_is_one_with_no_kernel_compiled_yet(tmp_path):
     assert first == (len(os.sched_getaffinity(0)) >= 2)
 
 
+@pytest.mark.slow
 def test_a_rehearsal_leaves_nothing_but_its_log(tmp_path):
     """A stage that writes its output: the rehearsal runs it in its scratch folder, then
     removes the folder; the checkout gets no output, no MLflow store, no Prefect database."""

@@ -13,7 +13,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from flows.cluster import group_members
+
+pytestmark = pytest.mark.slow  # real process groups killed by signals
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE_DVC = """#!/bin/sh

@@ -19,7 +19,7 @@ import pytest
 from flows.stage_host import ENV, start_host, wait_ready
 
 REPO = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.filterwarnings("ignore")
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore")]
 
 
 def _params(root: Path, agent: str = "mcts:sims=20", games: int = 4) -> Path:

@@ -16,7 +16,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-pytestmark = pytest.mark.filterwarnings("ignore")
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore")]
 
 
 @pytest.fixture(scope="module")

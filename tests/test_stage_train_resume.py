@@ -15,7 +15,7 @@ import pytest
 import yaml
 from test_stage_resume import BIN, REPO, prefect_env  # noqa: F401 (the fixture)
 
-pytestmark = pytest.mark.filterwarnings("ignore")
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore")]
 ALPHAS = [0.25 * k for k in range(1, 13)]  # twelve HMM configurations
 
 

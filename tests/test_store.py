@@ -70,6 +70,7 @@ def _command(out: Path, seed: int = 1) -> list[str]:
     ]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_kill_9_then_resume_gives_the_uninterrupted_dataset(tmp_path):
     killed = tmp_path / "killed"
     process = subprocess.Popen(_command(killed), cwd=ROOT, stderr=subprocess.DEVNULL)
