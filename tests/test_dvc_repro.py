@@ -102,9 +102,11 @@ def copy_repo(target: Path, source: Path = REPO) -> None:
     `dvc.lock` and every ignored output; a copy that took untracked files began from the demo's
     pipeline state, and the repro tests failed after `make demo` while passing on a clean
     clone. A file a developer created but has not `git add`ed is not copied either."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=source, capture_output=True, check=True
-    ).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(["git", "ls-files", "-z"], cwd=source, capture_output=True, check=True)
+        .stdout.decode()
+        .split("\0")
+    )
     for name in filter(None, listed):
         path = source / name
         if path.is_file() and not name.startswith("tests/"):
