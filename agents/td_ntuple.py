@@ -20,6 +20,7 @@ list costs a few table reads per successor.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 from numba import njit
@@ -122,6 +123,50 @@ def candidate_tuples(height: int, width: int) -> list[tuple[int, ...]]:
     return found
 
 
+#: the systematic shape sets (`tuples=`): every placement of every shape, each orbit of the
+#: board's symmetries one table (Jaśkowski 2014: many short tuples placed systematically)
+SHAPES_HELP = "lines-corners, straight-N, rect-RxC, or several joined by '+'"
+
+
+def straight_tuples(height: int, width: int, n: int) -> list[tuple[int, ...]]:
+    """Every straight line of n cells: along rows, columns and both diagonals."""
+    found = []
+    for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
+        for r in range(height):
+            for c in range(width):
+                cells = [(r + dr * k, c + dc * k) for k in range(n)]
+                if all(0 <= rr < height and 0 <= cc < width for rr, cc in cells):
+                    found.append(tuple(rr * width + cc for rr, cc in cells))
+    return found
+
+
+def rectangle_tuples(height: int, width: int, rows: int, cols: int) -> list[tuple[int, ...]]:
+    """Every rows x cols block (and cols x rows), cells row-major within the block."""
+    found = []
+    for h, w in dict.fromkeys(((rows, cols), (cols, rows))):
+        for r in range(height - h + 1):
+            for c in range(width - w + 1):
+                found.append(tuple((r + i) * width + c + j for i in range(h) for j in range(w)))
+    return found
+
+
+def shape_tuples(height: int, width: int, shapes: str) -> list[tuple[int, ...]]:
+    """The tuples a `tuples=` name places; ValueError naming the known shapes otherwise."""
+    found: list[tuple[int, ...]] = []
+    for part in shapes.split("+"):
+        straight = re.fullmatch(r"straight-(\d)", part)
+        rect = re.fullmatch(r"rect-(\d)x(\d)", part)
+        if part == "lines-corners":
+            found += candidate_tuples(height, width)
+        elif straight and 2 <= int(straight[1]) <= max(height, width):
+            found += straight_tuples(height, width, int(straight[1]))
+        elif rect and 1 <= int(rect[1]) * int(rect[2]) <= 10:
+            found += rectangle_tuples(height, width, int(rect[1]), int(rect[2]))
+        else:
+            raise ValueError(f"n-tuple shape {part!r}; known: {SHAPES_HELP} (at most 10 cells)")
+    return found
+
+
 def cell_symmetries(game) -> list[np.ndarray]:
     """Cell gather permutations of the game's symmetries (identity only when it has none)."""
     cells = int(np.prod(game.observation_shape[1:]))
@@ -130,16 +175,16 @@ def cell_symmetries(game) -> list[np.ndarray]:
     return [np.asarray(obs[:cells]) for obs, _ in game.symmetries()]
 
 
-def lookups(game) -> tuple[list[tuple[int, ...]], list[int]]:
+def lookups(game, shapes: str = "lines-corners") -> tuple[list[tuple[int, ...]], list[int]]:
     """(every lookup's cells, the tuple each reads): one tuple per symmetry orbit of the
-    candidates, each read through every symmetry (images equal as ordered lists merged)."""
+    placed shapes, each read through every symmetry (images equal as ordered lists merged)."""
     height, width = game.observation_shape[1:]
     symmetries = cell_symmetries(game)
     seen: set[frozenset[int]] = set()
     cells_of: list[tuple[int, ...]] = []
     table_of: list[int] = []
     tables = 0
-    for tup in candidate_tuples(height, width):
+    for tup in shape_tuples(height, width, shapes):
         if frozenset(tup) in seen:
             continue
         images = list(dict.fromkeys(tuple(int(p[k]) for k in tup) for p in symmetries))
@@ -185,8 +230,15 @@ class NTuple:
         self._cells = np.zeros(size, dtype=np.int64)
 
     @classmethod
-    def initial(cls, game, std: float = 0.0, seed: int = 0, activation: str = "sigmoid") -> NTuple:
-        cells_of, table_of = lookups(game)
+    def initial(
+        cls,
+        game,
+        std: float = 0.0,
+        seed: int = 0,
+        activation: str = "sigmoid",
+        shapes: str = "lines-corners",
+    ) -> NTuple:
+        cells_of, table_of = lookups(game, shapes)
         longest = max(len(c) for c in cells_of)
         lookup_cells = np.full((len(cells_of), longest), -1, dtype=np.int64)
         for i, tup in enumerate(cells_of):

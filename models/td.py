@@ -36,6 +36,7 @@ TRAINING_SELECTIONS = ("egreedy", "softmax")
 NETWORKS = ("mlp", "ntuple")
 DEFAULTS: dict[str, Any] = {
     "network": "mlp",  # mlp: the study's network; ntuple: an n-tuple network (beyond it)
+    "tuples": "lines-corners",  # ntuple shapes: lines-corners | straight-N | rect-RxC | a+b
     "rule": "q",  # q: toward the best successor; sarsa: toward the chosen one
     "activation": "sigmoid",  # mlp: sigmoid | relu | tanh on both layers; ntuple: sigmoid | linear
     "selection": "egreedy",  # egreedy | softmax (exp(p / temperature))
@@ -50,7 +51,8 @@ DEFAULTS: dict[str, Any] = {
     "init_std": 0.0001,
     "seed": 0,
 }
-CHUNK = 1000  # games between progress reports and checkpoints
+CHUNK = 1000  # games between progress reports
+CHECKPOINT_SECONDS = 30.0  # a checkpoint at most this often (and at every curve point, the end)
 Progress = Callable[[int, dict[str, float]], None]
 
 
@@ -86,6 +88,7 @@ def label(params: dict[str, Any]) -> str:
     rf += f"-to{p['lr_final']:g}" if p["lr_final"] != 1 else ""
     if p["network"] == "ntuple":
         out = "-linear" if p["activation"] == "linear" else ""
+        out += f"-{p['tuples']}" if p["tuples"] != DEFAULTS["tuples"] else ""
         return f"ntuple{out}-{p['rule']}-{p['selection']}-lr{p['learning_rate']:g}{rf}"
     head = f"{p['rule']}-{p['activation']}-{p['selection']}"
     return f"{head}-h{p['hidden']}-lr{p['learning_rate']:g}{rf}"
@@ -94,7 +97,7 @@ def label(params: dict[str, Any]) -> str:
 def initial_network(game, p: dict[str, Any]) -> MLP | NTuple:
     """The untrained network of a checked configuration."""
     if p["network"] == "ntuple":
-        return NTuple.initial(game, 0.0, p["seed"], p["activation"])
+        return NTuple.initial(game, 0.0, p["seed"], p["activation"], p["tuples"])
     return MLP.initial(game, p["hidden"], p["activation"], p["planes"], p["init_std"], p["seed"])
 
 
@@ -254,7 +257,7 @@ def train(
     history: dict[str, list[float]] = {}
     if checkpoint is not None and trainer.resume(Path(checkpoint)):
         history = _load_history(Path(checkpoint))
-    began = time.perf_counter()
+    began = saved = time.perf_counter()
     start_games = trainer.games_done
     while trainer.games_done < total:
         step = min(CHUNK, total - trainer.games_done)
@@ -262,12 +265,15 @@ def train(
             step = min(step, curve_every - trainer.games_done % curve_every)
         out = trainer.run(step)
         metrics = {"games": float(trainer.games_done), "seat1_mean_return": float(out.mean())}
-        if curve is not None and curve_every and trainer.games_done % curve_every == 0:
+        point = curve is not None and curve_every and trainer.games_done % curve_every == 0
+        if point:
             metrics.update(curve(trainer.network, trainer.games_done))
         _record(history, metrics, progress, trainer.games_done)
-        if checkpoint is not None:
+        due = time.perf_counter() - saved >= CHECKPOINT_SECONDS or trainer.games_done == total
+        if checkpoint is not None and (point or due):
             trainer.save(Path(checkpoint))
             _save_history(Path(checkpoint), history)
+            saved = time.perf_counter()
     seconds = time.perf_counter() - began
     if curve is not None and (not curve_every or total % curve_every or total == 0):
         _record(history, curve(trainer.network, total), progress, total)

@@ -1,0 +1,129 @@
+"""Trains an Othello n-tuple network through the td family (models.td) with an Othello League
+learning curve, then tracks and registers it as the td chain does; prints the run as JSON.
+
+The training is models.td.train itself (resumable from --checkpoint, exported to ONNX with its
+parity check); every --curve-every games the network plays --curve-games League games at one
+ply (benchmarks/othello_league.py) and the point records games, the League score and interval,
+and the CPU hours of training so far (CPU time, not wall time: the machine is shared). With
+--register the finished run is logged to MLflow and registered as a version of `othello-td`
+(models.td_runs.log_and_register, the td-long stage's own step).
+
+    nice -n 10 .venv/bin/python benchmarks/othello_ntuple.py --tuples rect-2x4 \
+        --games 6000000 --learning-rate 0.01 --lr-final 0.1 --epsilon 0.1 \
+        --checkpoint data/othello-ntuple/rect-2x4.npz --out data/othello-ntuple/rect-2x4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from othello_league import league
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tuples", default="rect-2x4")
+    parser.add_argument("--games", type=int, default=1_000_000)
+    parser.add_argument("--learning-rate", type=float, default=0.01)
+    parser.add_argument("--lr-final", type=float, default=0.1)
+    parser.add_argument("--epsilon", type=float, default=0.1, help="ε of the ε-greedy self-play")
+    parser.add_argument("--rule", default="q", choices=("q", "sarsa"))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--curve-every", type=int, default=250_000)
+    parser.add_argument("--curve-games", type=int, default=500)
+    parser.add_argument("--checkpoint", type=Path, required=True, help="an .npz under data/")
+    parser.add_argument("--out", type=Path, required=True, help="folder of model.onnx")
+    parser.add_argument("--register", action="store_true", help="log to MLflow and register")
+    args = parser.parse_args(argv)
+    if args.games < 1 or args.curve_every < 1 or args.curve_games < 2:
+        print("othello_ntuple: --games, --curve-every >= 1 and --curve-games >= 2", file=sys.stderr)
+        return 2
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from agents.td_agent import TDPlayer
+    from engine import load_game
+    from models import td
+    from models.base import ModelError
+
+    game = load_game("othello")
+    params = {
+        "network": "ntuple",
+        "tuples": args.tuples,
+        "rule": args.rule,
+        "activation": "sigmoid",
+        "selection": "egreedy",
+        "learning_rate": args.learning_rate,
+        "lr_final": args.lr_final,
+        "random_factor": args.epsilon,
+        "games": args.games,
+        "seed": args.seed,
+    }
+    history_path = args.checkpoint.with_suffix(".cpu.json")
+    spent = json.loads(history_path.read_text()) if history_path.is_file() else {"cpu_s": 0.0}
+    clock = {"since": time.process_time()}
+
+    def curve(network, games: int) -> dict[str, float]:
+        spent["cpu_s"] += time.process_time() - clock["since"]
+        player = TDPlayer(game, network)
+        result = league(game, lambda s: player.action(s.array), args.curve_games, seed=0)
+        temp = history_path.with_name(f".{history_path.name}.{os.getpid()}.tmp")
+        temp.write_text(json.dumps(spent))
+        os.replace(temp, history_path)
+        clock["since"] = time.process_time()
+        return {
+            "score_league": result["score"],
+            "league_low": result["ci95"][0],
+            "league_high": result["ci95"][1],
+            "cpu_hours": spent["cpu_s"] / 3600,
+        }
+
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:,}"))
+    with Progress(*columns, TimeElapsedColumn(), transient=True) as bar:
+        task = bar.add_task(f"training {td.label(params)}", total=args.games)
+
+        def progress(games: int, metrics: dict[str, float]) -> None:
+            bar.update(task, completed=games)
+            if "score_league" in metrics:
+                bar.console.print(f"{games:,} games: League {metrics['score_league']:.3f}")
+
+        try:
+            result = td.train(
+                "othello",
+                params,
+                args.out,
+                progress=progress,
+                curve=curve,
+                curve_every=args.curve_every,
+                checkpoint=args.checkpoint,
+            )
+        except ModelError as problem:
+            print(f"othello_ntuple: {problem}", file=sys.stderr)
+            return 2
+    entry = {
+        "label": td.label(result.params),
+        "params": result.params,
+        "metrics": {**result.metrics, "training_cpu_hours": spent["cpu_s"] / 3600},
+        "history": result.history,
+        "artifact": str(result.artifact),
+    }
+    if args.register:
+        from models.td_runs import log_and_register
+
+        os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{Path('mlflow.db').resolve()}")
+        entry["registered"] = log_and_register(
+            entry, "othello", "othello-td-long-ntuple_systematic"
+        )
+    print(json.dumps(entry, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

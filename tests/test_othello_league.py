@@ -1,0 +1,156 @@
+"""The Othello League harness (benchmarks/othello_league.py) and the systematic n-tuple shapes.
+
+The League's own rules are checked against published perft counts and the engine, its WPC
+player against a hand-worked position; the n-tuple shapes against counts worked by hand and the
+board's symmetries; a tiny training run must beat a random player's League score."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine import load_game
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _league_module():
+    spec = importlib.util.spec_from_file_location(
+        "othello_league", ROOT / "benchmarks" / "othello_league.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+league = _league_module()
+
+
+@pytest.fixture(scope="module")
+def othello():
+    return load_game("othello")
+
+
+def _perft(board, colour, depth, passed=False):
+    if depth == 0:
+        return 1
+    moves = league.legal_moves(board, colour)
+    other = league.BLACK + league.WHITE - colour
+    if not moves:
+        if passed:
+            return 1  # the game is over: a leaf
+        return _perft(board, other, depth - 1, True)
+    return sum(_perft(league.play(board, m, colour), other, depth - 1) for m in moves)
+
+
+def test_league_rules_give_othello_s_published_perft_counts():
+    assert [_perft(league.start_board(), league.BLACK, d) for d in range(1, 5)] == [
+        4,
+        12,
+        56,
+        244,
+    ]
+
+
+def test_league_rules_agree_with_the_engine_on_random_games(othello):
+    rng = np.random.default_rng(3)
+    for seed in range(12):
+        state = othello.new_initial_state(seed=seed)
+        board, colour = league.start_board(), league.BLACK
+        while not state.is_terminal():
+            moves = league.legal_moves(board, colour)
+            assert sorted(state.legal_actions()) == (moves or [league.PASS])
+            action = int(rng.choice(moves)) if moves else league.PASS
+            state.apply_action(action)
+            if moves:
+                board = league.play(board, action, colour)
+            colour = league.BLACK + league.WHITE - colour
+            assert league.board_of(state.array) == board
+        assert not league.legal_moves(board, league.BLACK)
+        assert not league.legal_moves(board, league.WHITE)
+
+
+def test_wpc_value_of_a_hand_worked_position():
+    board = [league.EMPTY] * 64
+    board[0] = board[1] = board[19] = league.BLACK  # a1 1.00, b1 -0.25, d3 0.02
+    board[9] = board[63] = board[36] = league.WHITE  # b2 -0.25, h8 1.00, e5 0.01
+    assert league.wpc_value(board, league.BLACK) == pytest.approx(0.77 - 0.76)
+    assert league.wpc_value(board, league.WHITE) == pytest.approx(-0.01)
+    # at the start the WPC player's four moves are worth 0.02 + 0.01 * 3 - 0.01 (d3 f5 c4 e6 alike)
+    start = league.start_board()
+    values = {
+        m: league.wpc_value(league.play(start, m, 1), 1) for m in league.legal_moves(start, 1)
+    }
+    assert values == pytest.approx({19: 0.04, 26: 0.04, 37: 0.04, 44: 0.04})
+
+
+def test_a_league_game_stops_on_an_illegal_candidate_move(othello):
+    def cheat(state):
+        return 0  # a1: never legal early on
+
+    with pytest.raises(league.Disagreement, match="illegal"):
+        for g in range(20):
+            league.play_game(othello, cheat, league.BLACK, np.random.default_rng(g), g)
+
+
+def test_straight_and_rectangle_shapes_place_every_position_once(othello):
+    from agents.td_ntuple import lookups, shape_tuples
+
+    assert len(shape_tuples(8, 8, "straight-4")) == 8 * 5 * 2 + 5 * 5 * 2
+    assert len(shape_tuples(8, 8, "rect-2x3")) == 7 * 6 * 2
+    assert len(shape_tuples(8, 8, "rect-2x2")) == 49
+    for shapes in ("straight-4", "rect-2x3", "straight-3+rect-2x2"):
+        cells_of, table_of = lookups(othello, shapes)
+        placed = {frozenset(t) for t in shape_tuples(8, 8, shapes)}
+        assert {frozenset(c) for c in cells_of} == placed  # each placement read, none invented
+        assert max(table_of) + 1 < len(placed)  # shared: fewer tables than placements
+    with pytest.raises(ValueError, match="known"):
+        lookups(othello, "snake-9")
+
+
+@pytest.mark.parametrize("shapes", ["straight-4", "rect-2x3"])
+def test_shared_tables_value_symmetric_positions_equally(othello, shapes):
+    from agents.td_net import encode
+    from agents.td_ntuple import NTuple, cell_symmetries
+
+    net = NTuple.initial(othello, std=0.3, seed=1, shapes=shapes)
+    rng = np.random.default_rng(5)
+    state = othello.new_initial_state(seed=0)
+    for _ in range(14):
+        state.apply_action(int(rng.choice(state.legal_actions())))
+    x = encode(othello, state.array, 2)
+    values = []
+    for perm in cell_symmetries(othello):
+        image = np.concatenate([x[:64][perm], x[64:][perm]])
+        values.append(net.value(image))
+    assert len(values) == 8 and np.ptp(values) < 1e-12
+    assert abs(values[0] - 0.5) > 1e-3  # the random weights do read the position
+
+
+@pytest.mark.slow
+def test_a_tiny_training_run_beats_random_in_a_tiny_league(othello, tmp_path):
+    from agents.td_agent import TDPlayer, read_network
+    from models import td
+
+    result = td.train(
+        "othello",
+        {
+            "network": "ntuple",
+            "tuples": "rect-2x2",
+            "games": 10000,
+            "learning_rate": 0.03,
+            "random_factor": 0.1,
+            "seed": 1,
+        },
+        tmp_path,
+    )
+    network = read_network(result.artifact, othello)[0]  # through the ONNX round trip
+    player = TDPlayer(othello, network)
+    trained = league.league(othello, lambda s: player.action(s.array), 200, seed=7)
+    rng = np.random.default_rng(0)
+    randomly = league.league(othello, lambda s: int(rng.choice(s.legal_actions())), 200, seed=7)
+    assert trained["positions_checked"] > 200 * 50
+    assert trained["score"] > randomly["score"] + 0.25, (trained, randomly)
