@@ -119,15 +119,21 @@ class OpenSpielAgent(Agent):
 
 
 class BotAgent(Agent):
-    """Any `pyspiel.Bot` seated in a gridbots match or tournament (a policy OpenSpiel trained,
-    OpenSpiel's Python MCTSBot): it sees each position as a state of `peer` (default
+    """`pyspiel.Bot`s seated in a gridbots match or tournament (a policy OpenSpiel trained,
+    OpenSpiel's Python MCTSBot): one bot, or one per player (`bots[player]`: a tournament seats
+    an agent on either side). Each sees the position as a state of `peer` (default
     `peer_game(game)`), so a bot made for `gridbots_<name>` or a counterpart plays as it would
-    in OpenSpiel. One bot per game, as gridbots makes agents."""
+    in OpenSpiel. Make one per game, as gridbots makes agents."""
 
-    def __init__(self, game: Game, bot: Any, peer: Any = None, spec: str = "openspiel-bot"):
+    def __init__(
+        self, game: Game, bots: Any, peer: Any = None, spec: str = "openspiel-bot"
+    ) -> None:
         super().__init__(game, spec)
-        self.bot = bot
+        self.bots = bots if isinstance(bots, list | tuple) else None
+        self.bot = None if self.bots is not None else bots
         self.peer_game = peer_game(game) if peer is None else peer
 
     def step(self, state: State, player: int | None = None) -> int:
-        return int(self.bot.step(peer_state(self.game, self.peer_game, state)))
+        player = state.current_player() if player is None else player
+        bot = self.bot if self.bots is None else self.bots[player]
+        return int(bot.step(peer_state(self.game, self.peer_game, state)))

@@ -149,6 +149,9 @@ class GridbotsGame(pyspiel.Game):
             raise pyspiel.SpielError(f"{PREFIX}{game.name}: seeds must be >= 1, got {self.seeds}")
         self.gridbots = game
         self.seeded = game.seeded_start(**self.scenario)
+        # OpenSpiel makes an initial state for every observation tensor (to learn its shape):
+        # copying one is cheaper than a new gridbots start
+        self.initial = None if self.seeded else game.new_initial_state(seed=0, **self.scenario)
         self.chance_offset = game.num_actions if game.chance_ids else 0
         chance = game.chance_ids or (game.num_actions if game.has_chance else 0)
         if self.seeded:
@@ -188,8 +191,8 @@ class GridbotsState(pyspiel.State):
         self._array: np.ndarray | None = None
         self._config: np.ndarray | None = None
         self._history: list[int] = []
-        if not self._seeds:
-            self._start(game.gridbots.new_initial_state(seed=0, **game.scenario))
+        if game.initial is not None:
+            self._start(game.initial.clone())
         self._scenario = dict(game.scenario)
 
     def _start(self, state: State) -> None:

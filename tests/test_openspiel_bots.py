@@ -160,3 +160,45 @@ def test_a_registry_bot_against_openspiels_mcts_matches_a_gridbots_match(tmp_pat
             assert final.history() == list(state.history())
             assert final.returns() == returns
             assert sorted(returns) == [-1.0, 1.0]  # Connect 4 by random HMM play ends decided
+
+
+@pytest.mark.slow
+def test_the_qlearning_example_trains_and_plays_a_gridbots_tournament(tmp_path):
+    """examples/openspiel_qlearning_pig.py, tiny: OpenSpiel's Q-learners really update their
+    tables, and the greedy policy plays every game of its pairings with legal moves only."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "examples" / "openspiel_qlearning_pig.py"
+    spec = importlib.util.spec_from_file_location("openspiel_qlearning_pig", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    out = tmp_path / "q"
+    argv = ["--target", "8", "--episodes", "300", "--eval-every", "150", "--eval-games", "10",
+            "--games", "6", "--out", str(out)]  # fmt: skip
+    assert example.main(argv) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert [c["episodes"] for c in summary["training"]["learning_curve"]] == [150, 300]
+    assert min(summary["training"]["states_seen"]) > 10
+    learned = [p for p in summary["pairings"] if example.LEARNED in (p["spec_a"], p["spec_b"])]
+    assert len(learned) == 2 and all(p["games"] == 6 for p in learned)
+    for pairing in learned:
+        bot = next(b for b in pairing["bots"] if b["spec"] == example.LEARNED)
+        assert bot["decisions"] > 0 and bot["illegal"] == 0 and bot["crashes"] == 0
+    assert (out / "learning.png").stat().st_size > 0 and (out / "scores.png").is_file()
+    assert example.main(["--target", "1", "--out", str(out)]) == 2
+
+
+def test_the_readme_example_runs():
+    """The README's OpenSpiel block, with a built-in agent for the registry bot a fresh
+    checkout lacks and a smaller search."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    section = readme.split("## OpenSpiel, both ways", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert "registry:connect4-playerzero@production" in code and ", 200," in code
+    code = code.replace("registry:connect4-playerzero@production", "alphabeta:depth=2")
+    exec(compile(code.replace(", 200,", ", 20,"), "README.md", "exec"), {})
