@@ -11,9 +11,10 @@ game:
 - `gridbots_<name>` (engine.openspiel_games): the gridbots position itself, kernel array and
   all, so seeded starts and chance draws come along.
 
-Specs: `openspiel:mcts:sims=1000,c=1.41` (C++ MCTS with random rollouts), `openspiel:random`;
-on every gridbots game (through `gridbots_<name>` where OpenSpiel has no counterpart). The other
-direction, gridbots agents as `pyspiel.Bot`s, is agents/openspiel_bot.py.
+Specs: `openspiel:mcts:sims=1000,c=1.41` (UCT with random rollouts: OpenSpiel's C++ MCTSBot on
+its own games, its Python MCTSBot on `gridbots_<name>`), `openspiel:random`; on every gridbots
+game (through `gridbots_<name>` where OpenSpiel has no counterpart; mcts on turn-based ones).
+The other direction, gridbots agents as `pyspiel.Bot`s, is agents/openspiel_bot.py.
 """
 
 from __future__ import annotations
@@ -88,6 +89,17 @@ def gridbots_state(peer_state: Any) -> State:
     return game.state_from_history(list(peer_state.history()))
 
 
+def _python_mcts(peer: Any, c: float, sims: int, seed: int) -> Any:
+    """OpenSpiel's Python MCTSBot (UCT, random rollouts): its C++ MCTSBot crashes the process on
+    Python games (open_spiel 2.0.2, OpenSpiel's own python_tic_tac_toe included)."""
+    import numpy as np
+    from open_spiel.python.algorithms import mcts
+
+    rng = np.random.RandomState(seed)
+    evaluator = mcts.RandomRolloutEvaluator(1, rng)
+    return mcts.MCTSBot(peer, c, sims, evaluator, random_state=rng)
+
+
 @builder("openspiel")
 class OpenSpielAgent(Agent):
     def __init__(self, game: Game, spec: str, seed: int | None = None, **options: str):
@@ -101,10 +113,13 @@ class OpenSpielAgent(Agent):
         if kind == "mcts":
             sims = option(options, "sims", int, 1000)
             c = option(options, "c", float, 1.41)
-            evaluator = pyspiel.RandomRolloutEvaluator(1, seed)
-            self.bot = pyspiel.MCTSBot(
-                self.peer_game, evaluator, c, sims, 10**7, False, seed, False
-            )
+            if game.openspiel_name is None:
+                self.bot = _python_mcts(self.peer_game, c, sims, seed)
+            else:
+                evaluator = pyspiel.RandomRolloutEvaluator(1, seed)
+                self.bot = pyspiel.MCTSBot(
+                    self.peer_game, evaluator, c, sims, 10**7, False, seed, False
+                )
         elif kind == "random":
             self.bot = None
         else:

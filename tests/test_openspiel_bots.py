@@ -202,3 +202,31 @@ def test_the_readme_example_runs():
     assert "registry:connect4-playerzero@production" in code and ", 200," in code
     code = code.replace("registry:connect4-playerzero@production", "alphabeta:depth=2")
     exec(compile(code.replace(", 200,", ", 20,"), "README.md", "exec"), {})
+
+
+@pytest.mark.parametrize("name", ["connect_four", "gridbots_pig(target=15)"])
+def test_gridbots_bots_play_in_openspiels_cpp_evaluate_bots(name):
+    import engine.openspiel_games  # noqa: F401
+
+    game = pyspiel.load_game(name)
+    bots = [make_bot("mcts:sims=50", game, 0, seed=0), pyspiel.make_uniform_random_bot(1, 3)]
+    returns = pyspiel.evaluate_bots(game.new_initial_state(), bots, 5)
+    assert sorted(returns) == [-1.0, 1.0]
+
+
+def test_openspiel_mcts_plays_gridbots_games_without_an_openspiel_counterpart():
+    """`openspiel:mcts` through gridbots_territory (OpenSpiel's Python MCTSBot: its C++ one
+    crashes on Python games); simultaneous games are refused with one clear error."""
+    from agents.base import AgentError
+    from engine.match import play_match
+
+    game = load_game("territory", size=4, rounds=12)
+    result = play_match(
+        game,
+        lambda s: make("openspiel:mcts:sims=40", game, seed=s),
+        lambda s: make("random", game, seed=s),
+        games=2,
+    )
+    assert result.games == 2 and all(len(h) > 0 for h in result.histories)
+    with pytest.raises(AgentError, match="turn-based"):
+        make("openspiel:mcts", load_game("lazerbike"))

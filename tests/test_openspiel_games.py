@@ -78,6 +78,12 @@ def test_openspiel_random_sim_test_with_serialization(name):
     pyspiel.random_sim_test(pyspiel.load_game(name), num_sims=2, serialize=True, verbose=False)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", og.registered_names())
+def test_openspiel_random_sim_test_on_every_game_with_its_default_parameters(name):
+    pyspiel.random_sim_test(pyspiel.load_game(name), num_sims=2, serialize=True, verbose=False)
+
+
 def _twin_start(game, rng):
     """A fresh pyspiel state and its gridbots twin (the start seed drawn where there is one)."""
     peer = game.new_initial_state()
