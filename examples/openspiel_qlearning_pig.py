@@ -1,6 +1,6 @@
 """OpenSpiel learns, gridbots judges: tabular Q-learning on `gridbots_pig`, then a tournament.
 
-    .venv/bin/python examples/openspiel_qlearning_pig.py            # about two minutes
+    .venv/bin/python examples/openspiel_qlearning_pig.py            # a few minutes
     .venv/bin/python examples/openspiel_qlearning_pig.py --episodes 500 --games 20 --out /tmp/q
 
 Needs the `peers` extra. Two of OpenSpiel's tabular Q-learners (`QLearner`, one per seat, as in
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         "episodes": args.episodes,
         "states_seen": [len(learner._q_values) for learner in learners],
         "learning_curve": curve,
-        "command": "examples/openspiel_qlearning_pig.py " + " ".join(argv or sys.argv[1:]),
+        "command": " ".join(["examples/openspiel_qlearning_pig.py", *(argv or sys.argv[1:])]),
     }
     paths = write_outputs(args.out, rows, summary)
     write_json(paths["summary"], summary)
