@@ -83,7 +83,7 @@ def _stage_zoo(folder: Path, staging: Path) -> dict[str, Any]:
         "model": card.data["model"],
         "artifact_kind": card.artifact_kind(),
         "spec": card.data["spec"],
-        "source": {"from": "zoo", "entry": f"{card.game}/{card.name}", "card": card.data["made"]},
+        "source": {"from": "zoo", "entry": f"{card.game}/{card.name}", "title": card.data["title"]},
     }
 
 
