@@ -81,6 +81,19 @@ def client():
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 
 
+#: MLflow 3.17's UI no longer reads that tag: it opens experiments in the view its sidebar's
+#: GenAI / Model training switch holds (kept in the browser, GenAI until switched) unless the
+#: address names one, so the links gridbots shows name the training view
+UI_VIEW = "workflowType=machine_learning"
+
+
+def ui_url(base: str, experiment: str | None = None) -> str:
+    """The MLflow UI address of an experiment's training runs (or of the experiment list) in
+    the training view."""
+    page = f"experiments/{experiment}" if experiment else "experiments"
+    return f"{base.rstrip('/')}/#/{page}?{UI_VIEW}"
+
+
 def experiment_id(mlflow_client: Any, name: str) -> str:
     """The id of experiment `name`, created (artifacts under `artifact_root`) when missing, and
     tagged as custom model development (an experiment made before the tag gets it now)."""
@@ -337,6 +350,10 @@ def train(
             with mlflow.start_run(**start) as parent:
                 if not resumed:
                     mlflow.log_params({**dataset, "family": family_name})
+                    path, digest = Path(dataset["dataset.path"]), dataset["dataset.sha256"]
+                    log_inputs(
+                        mlflow_client, parent.info.run_id, encoded_inputs(path, meta, digest)
+                    )
                     mlflow.set_tags(
                         {"gridbots.sweep": json.dumps(list(sweep)), "gridbots.size": len(grid)}
                     )

@@ -11,6 +11,7 @@ validated Connect 4 games (the chain `registered_hmm` uses) and compare MLflow's
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -264,10 +265,26 @@ def test_mlflow_models_serve_answers_a_move_for_a_posted_position(hmm):
     port = _free_port()
     log = (hmm / "serve.log").open("w")
     server = subprocess.Popen(
-        [str(BIN / "mlflow"), "models", "serve", "-m", "models:/connect4-hmm@production",
-         "-h", "127.0.0.1", "-p", str(port), "--env-manager", "local", "-w", "1"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
+        [
+            str(BIN / "mlflow"),
+            "models",
+            "serve",
+            "-m",
+            "models:/connect4-hmm@production",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "--env-manager",
+            "local",
+            "-w",
+            "1",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"},
+    )  # fmt: skip  (an activated venv's PATH: mlflow starts the `uvicorn` beside it)
     try:
         deadline = time.monotonic() + 300  # a hang guard: loading compiles the game's kernels
         while True:
@@ -304,6 +321,7 @@ def test_mlflow_models_serve_answers_a_move_for_a_posted_position(hmm):
         assert refused.value.code == 400
         assert "plays connect4, not othello" in refused.value.read().decode()
     finally:
-        os.killpg(server.pid, signal.SIGTERM)  # the server and its workers, by our PID
+        with contextlib.suppress(ProcessLookupError):  # the server and its workers, by our PID
+            os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=60)
         log.close()
