@@ -227,3 +227,17 @@ def write_card(folder: Path, data: dict[str, Any], shown_dir: str) -> None:
         staged = Path(folder) / f".{name}.tmp"
         staged.write_text(text, encoding="utf-8")
         staged.replace(Path(folder) / name)
+
+
+def render(folder: Path) -> Path:
+    """Rewrites an entry's card.md from its card.json (after checking both and the files)."""
+    card = load(folder)
+    write_card(card.folder, card.data, str(card.folder))
+    return card.folder / CARD_MD
+
+
+if __name__ == "__main__":  # python -m models.zoo zoo/GAME/NAME …: card.md from card.json
+    import sys
+
+    for argument in sys.argv[1:]:
+        print(render(Path(argument)))
