@@ -41,7 +41,7 @@ def test_openspiel_bots_play_gridbots_games():
 
 
 def test_what_openspiel_cannot_play_is_refused_in_one_line():
-    with pytest.raises(AgentError, match="^openspiel: mcts plays turn-based games, not lazerbike$"):
+    with pytest.raises(AgentError, match=r"^openspiel: mcts plays turn-based games, not lazerbike$"):
         make("openspiel:mcts", load_game("lazerbike"))
-    with pytest.raises(AgentError, match="^openspiel: unknown bot 'minimax'; known: mcts, random$"):
+    with pytest.raises(AgentError, match=r"^openspiel: unknown bot 'minimax'; known: mcts, random$"):
         make("openspiel:minimax", load_game("connect4"))
