@@ -297,7 +297,21 @@ def check(folder: Path) -> Checked:
     zoo.verify(card)  # and against the card's own record
     if card.data["model"] != manifest["model"] or card.game != manifest["game"]:
         raise ModelError(f"{path}: the card and the manifest name different models or games")
+    _check_game(card)
     return Checked(folder, manifest, card, sha256(path))
+
+
+def _check_game(card: zoo.Card) -> None:
+    """The card's game exists, and an ONNX model that names its game names the same one."""
+    from engine import parse_game_spec
+    from models.tracking import read_onnx
+
+    parse_game_spec(card.game)  # GameError naming the known games otherwise
+    if card.artifact_kind() == "onnx":
+        meta = {p.key: p.value for p in read_onnx(card.model).metadata_props}
+        trained = meta.get("gridbots.game")
+        if trained and trained != card.game:
+            raise ModelError(f"{card.model}: a {trained} model, but the card says {card.game}")
 
 
 def registry_name(checked: Checked, name: str | None) -> tuple[str, str]:

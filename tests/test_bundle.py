@@ -200,6 +200,16 @@ def _model_card_disagree(b: Path) -> None:
     _rehash(b)
 
 
+def _wrong_game(b: Path) -> None:
+    card = json.loads((b / "card.json").read_text())
+    card["game"] = "othello"  # the network says connect4
+    (b / "card.json").write_text(json.dumps(card))
+    manifest = json.loads((b / "bundle.json").read_text())
+    manifest["game"] = "othello"
+    (b / "bundle.json").write_text(json.dumps(manifest))
+    _rehash(b)
+
+
 BAD = {
     "missing file": (_missing_file, "missing"),
     "hash mismatch": (_changed_byte, "sha256 differs"),
@@ -210,6 +220,7 @@ BAD = {
     "manifest without files": (_manifest_without_files, "lacks files"),
     "path outside the bundle": (_escaping_path, "relative path inside"),
     "card disagrees with its file": (_model_card_disagree, "sha256 differs from the card"),
+    "card names another game": (_wrong_game, "a connect4 model, but the card says othello"),
 }
 
 
