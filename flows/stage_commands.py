@@ -358,6 +358,11 @@ def ui(
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     uri = os.environ.get("MLFLOW_TRACKING_URI") or _tracking_uri(params)
+    from models.tracking import experiment_links
+
+    # each game's training runs (MLflow 3.17 opens an experiment on its GenAI overview
+    # otherwise), read before the MLflow server may create or upgrade the store
+    links = experiment_links(f"http://127.0.0.1:{mlflow_port}", uri)
     prefect, api = start_prefect_server(prefect_port)
     mlflow = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri,
@@ -371,6 +376,8 @@ def ui(
     )  # fmt: skip
     typer.echo(f"Prefect UI: http://127.0.0.1:{prefect_port}  (API {api})")
     typer.echo(f"MLflow UI:  http://127.0.0.1:{mlflow_port}  (store {uri})")
+    for name, link in links:
+        typer.echo(f"  {name}: {link}")
     typer.echo("Ctrl-C stops both.")
     try:
         while prefect.poll() is None and mlflow.poll() is None:

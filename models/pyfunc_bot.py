@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
+import warnings
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -189,18 +191,31 @@ def log_bot(files: list[Path], spec: str, game: str, label: str, input_example: 
         entry = scratch / "bot.py"
         entry.write_text(ENTRY)
         config = {"spec": spec, "game": game, "file": Path(files[0]).name, "label": label}
+        # the bot is built here first: a file no agent plays is refused before it is logged, and
+        # the agent's modules come from gridbots itself, not from the code copy MLflow loads
+        # when it checks the input example (MLflow also leaves that copy on sys.path: undone)
+        from agents.base import make
+        from engine import parse_game_spec
+
+        make(spec.format(path=network / Path(files[0]).name), parse_game_spec(game), seed=0)
         example = None
         if input_example:
             import pandas as pd
 
             example = pd.DataFrame([{"game": game, "history": ""}])
-        return mlflow.pyfunc.log_model(
-            name="bot",
-            python_model=str(entry),
-            artifacts={"network": str(network)},
-            code_paths=_package_copy(scratch),
-            model_config=config,
-            signature=signature(),
-            input_example=example,
-            pip_requirements=requirements(),
-        )
+        saved = list(sys.path)
+        try:
+            with warnings.catch_warnings():  # "add type hints to predict": see BotModel.predict
+                warnings.filterwarnings("ignore", "Add type hints", UserWarning)
+                return mlflow.pyfunc.log_model(
+                    name="bot",
+                    python_model=str(entry),
+                    artifacts={"network": str(network)},
+                    code_paths=_package_copy(scratch),
+                    model_config=config,
+                    signature=signature(),
+                    input_example=example,
+                    pip_requirements=requirements(),
+                )
+        finally:
+            sys.path[:] = saved

@@ -94,6 +94,20 @@ def ui_url(base: str, experiment: str | None = None) -> str:
     return f"{base.rstrip('/')}/#/{page}?{UI_VIEW}"
 
 
+def experiment_links(base: str, uri: str | None = None) -> list[tuple[str, str]]:
+    """(name, `ui_url`) of every active experiment but MLflow's Default in the store at `uri`
+    (default `tracking_uri()`); none where that is a SQLite file not there yet (never created
+    here)."""
+    uri = uri or tracking_uri()
+    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///") :]).is_file():
+        return []
+    client()  # MLflow's chatter muted
+    import mlflow
+
+    found = mlflow.MlflowClient(uri).search_experiments(filter_string="name != 'Default'")
+    return [(e.name, ui_url(base, e.experiment_id)) for e in sorted(found, key=lambda e: e.name)]
+
+
 def experiment_id(mlflow_client: Any, name: str) -> str:
     """The id of experiment `name`, created (artifacts under `artifact_root`) when missing, and
     tagged as custom model development (an experiment made before the tag gets it now)."""

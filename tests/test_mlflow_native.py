@@ -85,6 +85,19 @@ def test_experiments_are_tagged_to_open_on_training_runs(stub):
     assert mlflow_client.get_experiment(older).tags[key] == kind
 
 
+def test_gridbots_ui_links_each_experiment_in_the_training_view(stub, tmp_path):
+    from models.tracking import experiment_links
+
+    links = dict(experiment_links("http://127.0.0.1:5000/"))
+    experiment = stub[2].experiment_id
+    assert links["connect4"] == (
+        f"http://127.0.0.1:5000/#/experiments/{experiment}?workflowType=machine_learning"
+    )
+    assert "Default" not in links
+    missing = tmp_path / "none.db"
+    assert experiment_links("http://x", f"sqlite:///{missing}") == [] and not missing.exists()
+
+
 def test_a_training_run_logs_its_encoded_file_as_an_input(stub):
     from models.tracking import client, file_hash
 
@@ -264,6 +277,7 @@ def _free_port() -> int:
 def test_mlflow_models_serve_answers_a_move_for_a_posted_position(hmm):
     port = _free_port()
     log = (hmm / "serve.log").open("w")
+    # an activated venv's PATH: mlflow starts the `uvicorn` installed beside it
     server = subprocess.Popen(
         [
             str(BIN / "mlflow"),
@@ -284,7 +298,7 @@ def test_mlflow_models_serve_answers_a_move_for_a_posted_position(hmm):
         stderr=subprocess.STDOUT,
         start_new_session=True,
         env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"},
-    )  # fmt: skip  (an activated venv's PATH: mlflow starts the `uvicorn` beside it)
+    )  # fmt: skip
     try:
         deadline = time.monotonic() + 300  # a hang guard: loading compiles the game's kernels
         while True:
