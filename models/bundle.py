@@ -25,7 +25,7 @@ from typing import Any
 
 from models import zoo
 from models.base import ModelError
-from models.portable import check_file, sha256
+from models.portable import check_file, read_json, sha256
 
 MANIFEST = "bundle.json"
 SCHEMA = 1
@@ -265,12 +265,11 @@ def check(folder: Path) -> Checked:
     path = folder / MANIFEST
     if not path.is_file():
         raise ModelError(f"{folder}: no {MANIFEST}; not a bundle (gridbots bots export writes one)")
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError) as error:
-        raise ModelError(f"{path}: not valid JSON ({error})") from None
-    if not isinstance(manifest, dict) or (gaps := [k for k in MANIFEST_KEYS if k not in manifest]):
-        raise ModelError(f"{path}: manifest lacks {', '.join(gaps) if manifest else 'everything'}")
+    manifest = read_json(path)
+    if not isinstance(manifest, dict):
+        raise ModelError(f"{path}: a manifest is a JSON object")
+    if gaps := [k for k in MANIFEST_KEYS if k not in manifest]:
+        raise ModelError(f"{path}: manifest lacks {', '.join(gaps)}")
     if manifest["schema"] != SCHEMA:
         raise ModelError(f"{path}: bundle schema {manifest['schema']!r}; this gridbots reads 1")
     files = manifest["files"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from models.base import ModelError
 from models.training_inputs import file_hash
@@ -34,6 +35,14 @@ def sha256(path: Path) -> str:
     return file_hash(path)
 
 
+def read_json(path: Path) -> Any:
+    """A JSON file's content; ModelError (one line) when it is not UTF-8 JSON."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as error:
+        raise ModelError(f"{path}: not valid JSON ({error})") from None
+
+
 def check_file(path: Path) -> str:
     """The format of a portable file; ModelError naming the file and why it is refused."""
     path = Path(path)
@@ -53,10 +62,7 @@ def check_file(path: Path) -> str:
 
         read_onnx(path)  # ModelError "corrupt ONNX file …" otherwise
     elif fmt == "json":
-        try:
-            json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, ValueError) as error:
-            raise ModelError(f"{path}: not valid JSON ({error})") from None
+        read_json(path)
     elif fmt == "crfsuite" and not head.startswith(CRFSUITE_MAGIC):
         raise ModelError(f"{path}: not a CRFsuite model file (no {CRFSUITE_MAGIC!r} header)")
     elif fmt == "png" and not head.startswith(PNG_MAGIC):

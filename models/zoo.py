@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from models.base import ARTIFACT_KINDS, ModelError
-from models.portable import check_file, sha256
+from models.portable import check_file, read_json, sha256
 
 SCHEMA = 1
 CARD_JSON, CARD_MD = "card.json", "card.md"
@@ -75,32 +75,34 @@ def _inside(folder: Path, relative: str) -> Path:
     return folder / rel
 
 
+def _require(data: dict[str, Any], keys: tuple[str, ...], what: str) -> None:
+    if gaps := [k for k in keys if k not in data]:
+        raise ModelError(f"{what} lacks {', '.join(gaps)}")
+
+
 def validate(data: Any, where: str) -> dict[str, Any]:
     """The card's JSON when it has every key schema 1 asks for; ModelError naming the gap."""
     if not isinstance(data, dict):
         raise ModelError(f"{where}: a card is a JSON object")
-    missing = [k for k in REQUIRED if k not in data]
-    if missing:
-        raise ModelError(f"{where}: card lacks {', '.join(missing)}")
+    _require(data, REQUIRED, f"{where}: card")
     if data["schema"] != SCHEMA:
         raise ModelError(f"{where}: card schema {data['schema']!r}, this gridbots reads {SCHEMA}")
     if "{dir}" not in str(data["spec"]):
         raise ModelError(f"{where}: the card's spec names its files as {{dir}}/FILE")
-    files = data["files"]
-    if not isinstance(files, list) or not all(isinstance(f, dict) for f in files):
-        raise ModelError(f"{where}: card files is a list of objects")
-    for entry in files:
-        if gaps := [k for k in FILE_KEYS if k not in entry]:
-            raise ModelError(f"{where}: card file {entry.get('path')!r} lacks {', '.join(gaps)}")
-    if data["model"] not in {f["path"] for f in files}:
+    _rows(data, "files", FILE_KEYS, "path", where)
+    if data["model"] not in {f["path"] for f in data["files"]}:
         raise ModelError(f"{where}: the card's model {data['model']!r} is not among its files")
-    evidence = data["evidence"]
-    if not isinstance(evidence, list) or not all(isinstance(e, dict) for e in evidence):
-        raise ModelError(f"{where}: card evidence is a list of objects")
-    for item in evidence:
-        if gaps := [k for k in EVIDENCE_KEYS if k not in item]:
-            raise ModelError(f"{where}: evidence {item.get('figure')!r} lacks {', '.join(gaps)}")
+    _rows(data, "evidence", EVIDENCE_KEYS, "figure", where)
     return data
+
+
+def _rows(data: dict[str, Any], key: str, keys: tuple[str, ...], label: str, where: str) -> None:
+    """`data[key]` is a list of objects, each with `keys`."""
+    rows = data[key]
+    if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+        raise ModelError(f"{where}: card {key} is a list of objects")
+    for row in rows:
+        _require(row, keys, f"{where}: card {key} {row.get(label)!r}")
 
 
 def read(folder: Path) -> Card:
@@ -109,11 +111,7 @@ def read(folder: Path) -> Card:
     path = folder / CARD_JSON
     if not path.is_file():
         raise ModelError(f"{folder}: no {CARD_JSON} (a zoo entry or a bundle holds one)")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError) as error:
-        raise ModelError(f"{path}: not valid JSON ({error})") from None
-    return Card(folder, validate(data, str(path)))
+    return Card(folder, validate(read_json(path), str(path)))
 
 
 def verify(card: Card) -> None:
