@@ -229,12 +229,31 @@ def _card_from_tags(
             "params": tags.get("params", "not recorded"),
             "dataset.sha256": tags.get("dataset.sha256", "not recorded"),
             "export.parity_max_abs_diff": tags.get("export.parity_max_abs_diff", "not recorded"),
-            "commit": "not recorded",
-            "dvc_lock": "not recorded",
+            **_run_lineage(version.run_id),
         },
         "files": files,
         "evidence": evidence,
     }
+
+
+def _run_lineage(run_id: str | None) -> dict[str, str]:
+    """Commit, dvc.lock hash (the tags every stage's run carries), training hours and host of
+    a version's run; "not recorded" where the run does not say."""
+    from models.tracking import client as tracking_client
+
+    found = {"commit": "not recorded", "dvc_lock": "not recorded", "training_hours": "not recorded"}
+    if not run_id:
+        return found
+    run = tracking_client().get_run(run_id)
+    tags = run.data.tags
+    found["commit"] = (
+        tags.get("git.commit") or tags.get("mlflow.source.git.commit") or found["commit"]
+    )
+    found["dvc_lock"] = tags.get("dvc.lock_sha256", found["dvc_lock"])
+    if run.info.end_time and run.info.start_time:
+        found["training_hours"] = f"{(run.info.end_time - run.info.start_time) / 3.6e6:.3f}"
+    found["machine"] = tags.get("gridbots.worker", "not recorded")
+    return found
 
 
 def _write_manifest(staging: Path, manifest: dict[str, Any]) -> None:

@@ -86,6 +86,8 @@ def test_a_registry_bot_moves_to_a_fresh_registry_and_plays_the_same(
         data = (bundle / row["path"]).read_bytes()
         assert hashlib.sha256(data).hexdigest() == row["sha256"]
     card = json.loads((bundle / "card.json").read_text())
+    assert card["made"]["mlflow_run_id"] == manifest["source"]["run_id"]
+    assert float(card["made"]["training_hours"]) > 0  # from the run's start and end
     gate = next(e for e in card["evidence"] if e["figure"].startswith("promotion gate"))
     assert gate["games"] == 4 and gate["opponent"] == "random"
     with mlflow_sandbox(tmp_path / "fresh", tmp_path_factory.getbasetemp()):
