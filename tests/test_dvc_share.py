@@ -1,10 +1,10 @@
-"""Sharing the pipeline's outputs through a DVC remote (README, "Sharing results").
+"""Sharing the pipeline's outputs through a DVC remote (README, "Sharing bots and results").
 
-A copy of the repository's tracked files with test_dvc_repro's tiny profile runs three of the
-real dvc.yaml stages (Connect 4's randomized dataset, its validation and its encoding), pushes
-their cached outputs to a local-folder remote, and a fresh `git clone` of that copy pulls them:
-the clone then holds the same bytes and `dvc status` finds nothing to run. (The copy's other
-stages never ran, so push, pull and status name the stage and its upstream: `--with-deps`.)
+A copy of the repository's tracked files with test_dvc_repro's tiny profile runs two of the
+real dvc.yaml stages (Connect 4's randomized dataset and its validation), pushes their outputs
+to a local-folder remote, and a fresh `git clone` of that copy pulls them: the clone then holds
+the same bytes and `dvc status` finds nothing to run. (The copy's other stages never ran, so
+push, pull and status name the stage and its upstream: `--with-deps`.)
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from test_dvc_repro import BIN, copy_repo, git, tiny_profile
 from engine.noise import TELEMETRY_OFF
 
 pytestmark = [pytest.mark.filterwarnings("ignore"), pytest.mark.slow]
-STAGE = "encode-connect4@qualitative"  # and upstream generate- and validate-connect4@randomized
-OUTPUTS = ("data/connect4/randomized", "encoded/connect4/qualitative.npz")
+STAGE = "validate-connect4@randomized"  # and, upstream, generate-connect4@randomized
+#: a cached dataset folder and a metrics file (git ignores it: only the remote carries it)
+OUTPUTS = ("data/connect4/randomized", "validation/connect4/randomized.json")
 
 
 def digests(root: Path) -> dict[str, str]:
