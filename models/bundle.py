@@ -320,16 +320,26 @@ def check(folder: Path) -> Checked:
 
 
 def _check_game(card: zoo.Card) -> None:
-    """The card's game exists, and an ONNX model that names its game names the same one."""
+    """The card's game exists, the model is what its kind says (a `.json` model is a gridbots
+    HMM: the registry plays it as one), and a model that names its game names the card's."""
     from engine import parse_game_spec
     from models.tracking import read_onnx
 
     parse_game_spec(card.game)  # GameError naming the known games otherwise
+    meta: dict[str, Any] = {}
     if card.artifact_kind() == "onnx":
         meta = {p.key: p.value for p in read_onnx(card.model).metadata_props}
-        trained = meta.get("gridbots.game")
-        if trained and trained != card.game:
-            raise ModelError(f"{card.model}: a {trained} model, but the card says {card.game}")
+    elif card.artifact_kind() == "hmm-json":
+        document = read_json(card.model)
+        if not isinstance(document, dict) or document.get("format") != "gridbots-hmm":
+            raise ModelError(
+                f"{card.model}: a .json model must be a gridbots HMM (format gridbots-hmm); "
+                "other networks (a NEAT genome) travel as ONNX"
+            )
+        meta = document.get("metadata") if isinstance(document.get("metadata"), dict) else {}
+    trained = str(meta.get("gridbots.game") or "")
+    if trained and trained != card.game:
+        raise ModelError(f"{card.model}: a {trained} model, but the card says {card.game}")
 
 
 def registry_name(checked: Checked, name: str | None) -> tuple[str, str]:

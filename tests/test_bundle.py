@@ -212,6 +212,26 @@ def _wrong_game(b: Path) -> None:
     _rehash(b)
 
 
+def _genome_as_model(b: Path) -> None:
+    """A NEAT-style JSON genome offered as the model: the registry would play it as an HMM."""
+    (b / "network-int8.onnx").unlink()
+    genome = b / "genome.json"
+    genome.write_text(json.dumps({"nodes": [0, 1], "connections": [[0, 1, 0.5]]}))
+    row = {
+        "sha256": hashlib.sha256(genome.read_bytes()).hexdigest(),
+        "bytes": genome.stat().st_size,
+    }
+    card = json.loads((b / "card.json").read_text())
+    card["model"], card["spec"] = "genome.json", "neat:genome={dir}/genome.json"
+    card["files"][0].update(path="genome.json", format="json", **row)
+    (b / "card.json").write_text(json.dumps(card))
+    manifest = json.loads((b / "bundle.json").read_text())
+    manifest.update(model="genome.json", artifact_kind="hmm-json")
+    next(r for r in manifest["files"] if r["path"] == "network-int8.onnx")["path"] = "genome.json"
+    (b / "bundle.json").write_text(json.dumps(manifest))
+    _rehash(b)
+
+
 BAD = {
     "missing file": (_missing_file, "missing"),
     "hash mismatch": (_changed_byte, "sha256 differs"),
@@ -223,6 +243,7 @@ BAD = {
     "path outside the bundle": (_escaping_path, "relative path inside"),
     "card disagrees with its file": (_model_card_disagree, "sha256 differs from the card"),
     "card names another game": (_wrong_game, "a connect4 model, but the card says othello"),
+    "a JSON genome as the model": (_genome_as_model, "must be a gridbots HMM"),
 }
 
 
