@@ -1,6 +1,8 @@
 """The bot registry: MLflow registered models `<game>-<family>`, their evidence, the gate.
 
-A version carries its evidence as tags: the run, the dataset hashes, every parameter, the export
+A version is the bot as an MLflow pyfunc model (models.pyfunc_bot: MLflow's own tools serve it),
+made by `register_run` alone; the network's own model stays in the run beside it. A version
+carries its evidence as tags: the run, the dataset hashes, every parameter, the export
 parity and the held-out metrics (`eval.<name>`). Only `promote_if_better` moves the alias
 `production`: the candidate plays the current production version (or, with none yet, a baseline
 agent: `params.yaml` promote.baseline, default `random:guards=win+block`) over seeded scenarios
@@ -227,9 +229,12 @@ def download(version: Any) -> tuple[Path, str]:
 
 
 def artifact_file(folder: Path, version: Any) -> tuple[Path, str]:
-    """The model file inside a downloaded version (never a pickle: those are not looked at)."""
+    """The model file inside a downloaded version (a pyfunc bot's network, or the files of a
+    version registered before bots were; never a pickle: those are not looked at)."""
     kind = (version.tags or {}).get("artifact.kind")
     named = (version.tags or {}).get("artifact.file")
+    network = folder / "artifacts" / "network"  # a pyfunc bot's: never its code's files
+    folder = network if network.is_dir() else folder
     if kind in ARTIFACT_KINDS and named:
         exact = sorted(p for p in folder.rglob(named) if p.is_file())
         if exact:

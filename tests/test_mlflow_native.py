@@ -339,3 +339,32 @@ def test_mlflow_models_serve_answers_a_move_for_a_posted_position(hmm):
             os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=60)
         log.close()
+
+
+@pytest.mark.slow
+def test_a_td_run_logs_its_self_play_and_registers_a_bot_that_plays(tmp_path, monkeypatch):
+    """A run that learned by playing: its input is the self-play setting, its version a bot."""
+    from agents import make
+    from models import td
+    from models.td_runs import log_and_register
+    from models.tracking import client
+
+    with mlflow_sandbox(tmp_path, tmp_path):
+        params = {"games": 20, "seed": 1}
+        result = td.train("othello", params, tmp_path / "td")
+        entry = {"params": result.params, "metrics": result.metrics, "label": "tiny",
+                 "artifact": str(result.artifact), "history": result.history}  # fmt: skip
+        done = log_and_register(entry, "othello", "othello-td-tiny")
+        inputs = client().get_run(done["run_id"]).inputs.dataset_inputs
+        assert [i.dataset.name for i in inputs] == ["othello self-play"]
+        assert {t.key: t.value for t in inputs[0].tags}["mlflow.data.context"] == "self-play"
+        setting = json.loads(inputs[0].dataset.profile)
+        assert (setting["opponent"], setting["games"], setting["seed"]) == ("self", 20, 1)
+        bot = load_pyfunc(f"models:/othello-td/{done['version']}", monkeypatch)
+        game = load_game("othello")
+        histories = ["", game.format_moves(game.new_initial_state().legal_actions()[:1])]
+        table = bot.predict(pd.DataFrame({"game": "othello", "history": histories}))
+        agent = make(f"registry:othello-td/{done['version']}", game, seed=0)
+        for history, action in zip(histories, table["action"], strict=True):
+            state = game.state_from_history(game.parse_moves(history))
+            assert action == agent.step(state.clone(), state.current_player())
