@@ -34,7 +34,9 @@ def network_from_weights(weights: dict[str, np.ndarray], meta: dict[str, str], c
         powers = weights["powers"]
         lookup_cells = np.where(powers > 0, weights["lookup_cells"], -1)
         offset = weights["offset"].astype(np.int64)
-        return NTuple(weights["lut"], lookup_cells, offset, cells, meta["gridbots.activation"])
+        phases = int(weights["phases"][0]) if "phases" in weights else 1
+        activation = meta["gridbots.activation"]
+        return NTuple(weights["lut"], lookup_cells, offset, cells, activation, phases)
     return MLP(
         weights["w_in"], weights["w_out"], meta["gridbots.activation"], int(meta["gridbots.planes"])
     )

@@ -201,6 +201,29 @@ def td_learn(
 
 
 @generic
+def counter_move(s, mover, weights, epsilon, rng, moves, child, obs):
+    """A weighted piece counter's move at one ply (the Othello League's opponent): the move
+    whose result maximises sum_k weights[k] * (own disc on k - opponent's disc on k), read
+    from the mover's first two observation planes; a uniformly random move with probability
+    epsilon. Ties go to the first best."""
+    n = legal_actions(s, mover, moves)
+    if n == 1 or rand_unit(rng) < epsilon:
+        return moves[rand_below(rng, n)]
+    cells = weights.shape[0]
+    best, best_value = 0, -math.inf
+    for k in range(n):
+        child[:] = s
+        apply_action(child, moves[k])
+        observation(child, mover, obs)
+        value = 0.0
+        for c in range(cells):
+            value += weights[c] * (obs[c] - obs[cells + c])
+        if value > best_value:
+            best, best_value = k, value
+    return moves[best]
+
+
+@generic
 def self_play(
     start,
     net,
@@ -211,6 +234,8 @@ def self_play(
     rate,
     games,
     opponent_random,
+    counter,
+    counter_epsilon,
     rng,
     moves,
     values,
@@ -224,7 +249,9 @@ def self_play(
 
     opponent_random = 0: self-play, one network on both seats, learning at every turn.
     opponent_random = 1: the learner takes seat g % 2 against a uniformly random player and
-    learns at every turn (the random moves are its environment)."""
+    learns at every turn (the random moves are its environment).
+    opponent_random = 2: as 1 against the weighted piece counter `counter` (one weight per
+    cell) that plays a random move with probability counter_epsilon (counter_move)."""
     s = start.copy()
     for g in range(games):
         s[:] = start
@@ -237,6 +264,8 @@ def self_play(
             if opponent_random == 1 and mover != learner:
                 n = legal_actions(s, mover, moves)
                 forced = moves[rand_below(rng, n)]
+            elif opponent_random == 2 and mover != learner:
+                forced = counter_move(s, mover, counter, counter_epsilon, rng, moves, child, obs)
             action = td_learn(
                 s,
                 net,

@@ -44,7 +44,13 @@ def _value(lut, index, linear):
 
 # ---- the hooks of agents.td_net (net = NTuple.arrays()) --------------------------------------
 LUT, LOOKUP_CELLS, OFFSET, CELL_PTR, CELL_LOOKUP, CELL_POWER, CELLS, INDEX, CHILD, STATE = range(10)
-LINEAR = 10
+LINEAR, PHASES, STRIDE = 10, 11, 12
+
+
+@njit(cache=True, inline="always")
+def phase_of(occupied, phases, size):
+    """The game stage a position's tables belong to: occupied cells * phases // (cells + 1)."""
+    return occupied * phases // (size + 1)
 
 
 @njit(cache=True, inline="always")
@@ -52,8 +58,12 @@ def nt_prepare(net, x):
     """The parent's cell states and the table index of every lookup."""
     lookup_cells, offset, index, cells = net[LOOKUP_CELLS], net[OFFSET], net[INDEX], net[STATE]
     _cells(x, net[CELLS], cells)
+    occupied = 0
+    for k in range(net[CELLS]):
+        occupied += cells[k] != 0
+    shift = phase_of(occupied, net[PHASES], net[CELLS]) * net[STRIDE]
     for i in range(lookup_cells.shape[0]):
-        at = offset[i]
+        at = offset[i] + shift
         power = 1
         for j in range(lookup_cells.shape[1]):
             k = lookup_cells[i, j]
@@ -71,12 +81,21 @@ def nt_child_value(net, x, xc):
     cell_ptr, cell_lookup, cell_power = net[CELL_PTR], net[CELL_LOOKUP], net[CELL_POWER]
     for i in range(index.shape[0]):
         child[i] = index[i]
+    before, after = 0, 0
     for k in range(size):
         state = np.int64(xc[k] + 2.0 * xc[size + k])
+        before += cells[k] != 0
+        after += state != 0
         if state != cells[k]:
             change = state - cells[k]
             for e in range(cell_ptr[k], cell_ptr[k + 1]):
                 child[cell_lookup[e]] += change * cell_power[e]
+    phases = net[PHASES]
+    if phases > 1:
+        shift = (phase_of(after, phases, size) - phase_of(before, phases, size)) * net[STRIDE]
+        if shift != 0:
+            for i in range(index.shape[0]):
+                child[i] += shift
     return _value(net[LUT], child, net[LINEAR])
 
 
@@ -209,10 +228,15 @@ class NTuple:
         offset: np.ndarray,
         size: int,
         activation: str = "sigmoid",
+        phases: int = 1,
     ):
         if activation not in self.OUTPUTS:
             raise ValueError(f"n-tuple output {activation!r}; known: {', '.join(self.OUTPUTS)}")
+        if phases < 1 or len(lut) % phases:
+            raise ValueError(f"n-tuple phases={phases}: a positive divisor of the tables' size")
         self.activation = activation
+        self.phases = int(phases)
+        self.stride = len(lut) // self.phases
         self.lut = np.ascontiguousarray(lut, dtype=np.float64)
         self.lookup_cells = np.ascontiguousarray(lookup_cells, dtype=np.int64)
         self.offset = np.ascontiguousarray(offset, dtype=np.int64)
@@ -237,6 +261,7 @@ class NTuple:
         seed: int = 0,
         activation: str = "sigmoid",
         shapes: str = "lines-corners",
+        phases: int = 1,
     ) -> NTuple:
         cells_of, table_of = lookups(game, shapes)
         longest = max(len(c) for c in cells_of)
@@ -249,9 +274,10 @@ class NTuple:
         first = np.concatenate([[0], np.cumsum([sizes[t] for t in range(len(sizes))])])
         starts = [int(first[t]) for t in table_of]
         rng = np.random.default_rng(seed)
-        lut = rng.normal(0.0, std, size=int(first[-1])) if std else np.zeros(int(first[-1]))
+        total = int(first[-1]) * max(phases, 1)
+        lut = rng.normal(0.0, std, size=total) if std else np.zeros(total)
         cells = int(np.prod(game.observation_shape[1:]))
-        return cls(lut, lookup_cells, np.array(starts), cells, activation)
+        return cls(lut, lookup_cells, np.array(starts), cells, activation, phases)
 
     @property
     def size(self) -> int:
@@ -276,13 +302,16 @@ class NTuple:
             child,
             self._cells,
             linear,
+            self.phases,
+            self.stride,
         )
 
     def weights(self) -> dict[str, np.ndarray]:
         return {"lut": self.lut, "lookup_cells": self.lookup_cells, "offset": self.offset}
 
     def copy(self) -> NTuple:
-        return NTuple(self.lut.copy(), self.lookup_cells, self.offset, self.cells, self.activation)
+        lut, cells = self.lut.copy(), self.cells
+        return NTuple(lut, self.lookup_cells, self.offset, cells, self.activation, self.phases)
 
     def value(self, x: np.ndarray) -> float:
         """The estimate for seat 1 of one encoded position (seat 0's first two planes)."""

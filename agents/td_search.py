@@ -17,6 +17,7 @@ from numba import njit
 
 from agents.td_mlp import activate
 from agents.td_net import VALUE_SEAT, observation
+from agents.td_ntuple import phase_of
 from engine.specialise import generic
 
 
@@ -48,8 +49,9 @@ def mlp_leaf(s, player, weights):
 
 @generic
 def ntuple_leaf(s, player, weights):
-    """weights: [observation length, cells, lookups L, width n, linear output (0/1), cells of
-    each lookup (L x n, -1 padded), table offset of each lookup (L), the tables]."""
+    """weights: [observation length, cells, lookups L, width n, linear output (0/1), phases,
+    stride, cells of each lookup (L x n, -1 padded), table offset of each lookup (L), the
+    tables] (agents.td_ntuple: a game stage's tables lie `stride` further on)."""
     length, cells, lookups, width = (
         int(weights[0]),
         int(weights[1]),
@@ -57,16 +59,22 @@ def ntuple_leaf(s, player, weights):
         int(weights[3]),
     )
     linear = weights[4] != 0.0
+    phases, stride = int(weights[5]), int(weights[6])
     obs = np.zeros(length, dtype=np.float32)
     observation(s, 0, obs)
-    offsets = 5 + lookups * width
+    occupied = 0
+    for k in range(cells):
+        occupied += obs[k] + obs[cells + k] != 0.0
+    shift = phase_of(occupied, phases, cells) * stride
+    head = 7
+    offsets = head + lookups * width
     tables = offsets + lookups
     total = 0.0
     for i in range(lookups):
-        at = int(weights[offsets + i])
+        at = int(weights[offsets + i]) + shift
         power = 1
         for j in range(width):
-            k = int(weights[5 + i * width + j])
+            k = int(weights[head + i * width + j])
             if k < 0:
                 break
             at += int(obs[k] + 2.0 * obs[cells + k]) * power
@@ -80,7 +88,8 @@ def pack(game, network) -> np.ndarray:
     length = float(np.prod(game.observation_shape))
     if network.architecture == "ntuple":
         lookups, width = network.lookup_cells.shape
-        header = [length, network.cells, lookups, width, float(network.activation == "linear")]
+        linear = float(network.activation == "linear")
+        header = [length, network.cells, lookups, width, linear, network.phases, network.stride]
         parts = [header, network.lookup_cells.ravel(), network.offset, network.lut]
     else:
         header = [length, network.size, network.hidden, network.kind]

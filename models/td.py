@@ -37,6 +37,7 @@ NETWORKS = ("mlp", "ntuple")
 DEFAULTS: dict[str, Any] = {
     "network": "mlp",  # mlp: the study's network; ntuple: an n-tuple network (beyond it)
     "tuples": "lines-corners",  # ntuple shapes: lines-corners | straight-N | rect-RxC | a+b
+    "phases": 1,  # ntuple: tables per game stage (occupied cells * phases // (cells + 1))
     "rule": "q",  # q: toward the best successor; sarsa: toward the chosen one
     "activation": "sigmoid",  # mlp: sigmoid | relu | tanh on both layers; ntuple: sigmoid | linear
     "selection": "egreedy",  # egreedy | softmax (exp(p / temperature))
@@ -46,11 +47,15 @@ DEFAULTS: dict[str, Any] = {
     "random_factor": 0.3,  # ε of ε-greedy
     "temperature": 1.0,  # softmax temperature (the study: 1)
     "games": 7000,
-    "opponent": "self",  # self | random | any agent spec (played from Python: slower)
+    "opponent": "self",  # self | random | counter | any agent spec (played from Python: slower)
+    "counter_weights": [],  # opponent=counter: a weighted piece counter, one weight per cell
+    "counter_epsilon": 0.1,  # opponent=counter: its random-move probability (the League's ε)
     "planes": 2,  # observation planes read (seat 0's pieces, seat 1's)
     "init_std": 0.0001,
     "seed": 0,
 }
+#: settings newer than some checkpoints: at their default they stay out of the fingerprint
+LATER = ("tuples", "phases", "counter_weights", "counter_epsilon")
 CHUNK = 1000  # games between progress reports
 CHECKPOINT_SECONDS = 30.0  # a checkpoint at most this often (and at every curve point, the end)
 Progress = Callable[[int, dict[str, float]], None]
@@ -78,6 +83,10 @@ def check(params: dict[str, Any]) -> dict[str, Any]:
         raise ModelError("td: lr_final lies in (0, 1] (1 keeps the rate constant)")
     if p["init_std"] < 0:
         raise ModelError("td: init_std must not be negative")
+    if p["opponent"] == "counter" and not p["counter_weights"]:
+        raise ModelError("td: opponent=counter needs counter_weights (one weight per cell)")
+    if not 0 <= p["counter_epsilon"] <= 1:
+        raise ModelError("td: counter_epsilon lies in [0, 1]")
     return p
 
 
@@ -89,6 +98,8 @@ def label(params: dict[str, Any]) -> str:
     if p["network"] == "ntuple":
         out = "-linear" if p["activation"] == "linear" else ""
         out += f"-{p['tuples']}" if p["tuples"] != DEFAULTS["tuples"] else ""
+        out += f"-p{p['phases']}" if p["phases"] != 1 else ""
+        out += f"-vs-{p['opponent']}" if p["opponent"] in ("random", "counter") else ""
         return f"ntuple{out}-{p['rule']}-{p['selection']}-lr{p['learning_rate']:g}{rf}"
     head = f"{p['rule']}-{p['activation']}-{p['selection']}"
     return f"{head}-h{p['hidden']}-lr{p['learning_rate']:g}{rf}"
@@ -97,7 +108,7 @@ def label(params: dict[str, Any]) -> str:
 def initial_network(game, p: dict[str, Any]) -> MLP | NTuple:
     """The untrained network of a checked configuration."""
     if p["network"] == "ntuple":
-        return NTuple.initial(game, 0.0, p["seed"], p["activation"], p["tuples"])
+        return NTuple.initial(game, 0.0, p["seed"], p["activation"], p["tuples"], p["phases"])
     return MLP.initial(game, p["hidden"], p["activation"], p["planes"], p["init_std"], p["seed"])
 
 
@@ -129,7 +140,10 @@ class Trainer:
         self._work = Workspace(game).arrays
         self._start = game.new_initial_state(seed=p["seed"]).array
         self._opponent = None
-        if p["opponent"] not in ("self", "random"):
+        self._counter = np.asarray(p["counter_weights"] or [0.0], dtype=np.float64)
+        if p["opponent"] == "counter" and self._counter.size != np.prod(game.observation_shape[1:]):
+            raise ModelError(f"td: counter_weights needs one weight per cell of {game.name}")
+        if p["opponent"] not in ("self", "random", "counter"):
             from agents import make
 
             self._opponent = make(p["opponent"], game, seed=p["seed"])
@@ -157,7 +171,9 @@ class Trainer:
                 p["rule"] == "sarsa",
                 self.rate(),
                 games,
-                int(p["opponent"] == "random"),
+                {"self": 0, "random": 1, "counter": 2}[p["opponent"]],
+                self._counter,
+                float(p["counter_epsilon"]),
                 self.rng,
                 *self._work,
                 out,
@@ -199,7 +215,11 @@ class Trainer:
     # ---- checkpoints: a killed run resumes where it stopped ---------------------------------
     def fingerprint(self) -> str:
         """Everything but the number of games: a longer run continues a shorter one."""
-        kept = {k: v for k, v in self.params.items() if k != "games"}
+        kept = {
+            k: v
+            for k, v in self.params.items()
+            if k != "games" and not (k in LATER and v == DEFAULTS[k])
+        }
         text = json.dumps({**kept, "game": self.game.spec()}, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 

@@ -7,7 +7,8 @@ side to move's estimate (seat 1's estimate v, or 1 - v for seat 0, the study's r
 named initializers that agents.td_agent reads back to play with the numba loops.
 
   mlp     Slice → MatMul(w_in) → f → MatMul(w_out) → f                    (f: the activation)
-  ntuple  cells = plane0 + 2 plane1 → Gather(lookup_cells) · powers → sum + offset → Cast →
+  ntuple  cells = plane0 + 2 plane1 → Gather(lookup_cells) · powers → sum + offset
+          (+ stride · floor(occupied · phases / (cells + 1)) with game stages) → Cast →
           Gather(lut) → sum → Sigmoid (or Identity: a linear output)
 """
 
@@ -85,7 +86,8 @@ def _ntuple_nodes(network) -> tuple[list, list]:
         helper.make_node("Gather", ["states", "lookup_cells"], ["patterns"], axis=1),
         helper.make_node("Mul", ["patterns", "powers"], ["weighted"]),  # [batch, L, n]
         helper.make_node("ReduceSum", ["weighted", "sum_axes"], ["local"], keepdims=0),
-        helper.make_node("Add", ["local", "offset"], ["at"]),
+        helper.make_node("Add", ["local", "offset"], ["staged" if network.phases > 1 else "at"]),
+        *_phase_nodes(network, initializers),
         helper.make_node("Cast", ["at"], ["index"], to=7),  # int64
         helper.make_node("Gather", ["lut", "index"], ["looked"], axis=0),  # [batch, L]
         helper.make_node("ReduceSum", ["looked", "lookup_axes"], ["total"], keepdims=1),
@@ -94,6 +96,29 @@ def _ntuple_nodes(network) -> tuple[list, list]:
         ),
     ]
     return nodes, initializers
+
+
+def _phase_nodes(network, initializers: list) -> list:
+    """Game stages (agents.td_ntuple.phase_of): floor(occupied * phases / (cells + 1)) tables
+    of `stride` weights further on; nothing when the network has one stage."""
+    from onnx import helper
+
+    if network.phases == 1:
+        return []
+    initializers += [
+        _const("phases", [network.phases], np.int64),
+        _const("stage_scale", [network.phases / (network.cells + 1)], np.float32),
+        _const("stride", [float(network.stride)], np.float32),
+        _const("cell_axes", [1]),
+    ]
+    return [
+        helper.make_node("Add", ["plane0", "plane1"], ["occupied_cells"]),
+        helper.make_node("ReduceSum", ["occupied_cells", "cell_axes"], ["occupied"], keepdims=1),
+        helper.make_node("Mul", ["occupied", "stage_scale"], ["stage_real"]),
+        helper.make_node("Floor", ["stage_real"], ["stage"]),
+        helper.make_node("Mul", ["stage", "stride"], ["shift"]),  # [batch, 1]
+        helper.make_node("Add", ["staged", "shift"], ["at"]),
+    ]
 
 
 def to_onnx(game, network, metadata: dict[str, str]):

@@ -154,3 +154,74 @@ def test_a_tiny_training_run_beats_random_in_a_tiny_league(othello, tmp_path):
     randomly = league.league(othello, lambda s: int(rng.choice(s.legal_actions())), 200, seed=7)
     assert trained["positions_checked"] > 200 * 50
     assert trained["score"] > randomly["score"] + 0.25, (trained, randomly)
+
+
+def test_the_training_counter_plays_the_league_s_weighted_piece_counter(othello):
+    from agents.td_net import Workspace, bound, counter_move
+    from agents.td_ntuple import NTuple
+    from engine.bits import new_rng
+
+    network = NTuple.initial(othello, shapes="rect-2x2")
+    move = bound(othello, counter_move, network)
+    moves, _values, child, _x, obs, _out = Workspace(othello).arrays
+    weights, rng = np.array(league.WPC), new_rng(0)
+    play_rng, checked = np.random.default_rng(11), 0
+    for seed in range(6):
+        state = othello.new_initial_state(seed=seed)
+        for _ in range(40):
+            if state.is_terminal():
+                break
+            s, mover = state.array, state.current_player()
+            board, colour = league.board_of(s), mover + 1
+            legal = league.legal_moves(board, colour)
+            if len(legal) > 1:
+                values = {m: league.wpc_value(league.play(board, m, colour), colour) for m in legal}
+                best = max(values.values())
+                chosen = int(move(s, mover, weights, 0.0, rng, moves, child, obs))
+                assert values[chosen] == pytest.approx(best), (chosen, values)
+                checked += 1
+            state.apply_action(int(play_rng.choice(state.legal_actions())))
+    assert checked > 100
+
+
+def test_a_counter_opponent_needs_its_weights():
+    from models import td
+    from models.base import ModelError
+
+    with pytest.raises(ModelError, match="counter_weights"):
+        td.check({"network": "ntuple", "opponent": "counter"})
+    with pytest.raises(ModelError, match="one weight per cell"):
+        td.Trainer(load_game("othello"), {"opponent": "counter", "counter_weights": [1.0, 2.0]})
+
+
+def test_game_stage_tables_incremental_child_values_and_the_search_leaf(othello, tmp_path):
+    from agents.td_agent import read_network
+    from agents.td_net import encode
+    from agents.td_ntuple import NTuple, nt_child_value, nt_prepare
+    from agents.td_search import leaf, pack
+    from models.td_export import export
+
+    net = NTuple.initial(othello, std=0.3, seed=2, shapes="rect-2x2", phases=4)
+    whole = net.copy()
+    arrays = net.arrays()
+    rng, checked, stages = np.random.default_rng(9), 0, set()
+    state = othello.new_initial_state(seed=0)
+    while not state.is_terminal():
+        x = encode(othello, state.array, 2)
+        nt_prepare(arrays, x)
+        for move in state.legal_actions():
+            child = state.clone()
+            child.apply_action(move)
+            xc = encode(othello, child.array, 2)
+            assert nt_child_value(arrays, x, xc) == pytest.approx(whole.value(xc), abs=1e-12)
+            stages.add(int(xc.sum()) * 4 // 65)
+            checked += 1
+        state.apply_action(int(rng.choice(state.legal_actions())))
+    assert checked > 200 and stages == {0, 1, 2, 3}  # the moves crossed every stage boundary
+    report = export(othello, net, {"seed": 0}, tmp_path / "model.onnx")  # refuses a mismatch
+    back = read_network(tmp_path / "model.onnx", othello)[0]
+    assert report["passed"] and back.phases == 4
+    evaluate, weights = leaf(othello, back), pack(othello, back)
+    for s in (othello.new_initial_state(seed=0).array, state.array):
+        v = net.value(encode(othello, s, 2))
+        assert evaluate(s, 1, weights) == pytest.approx(2 * v - 1, abs=1e-6)
