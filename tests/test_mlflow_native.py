@@ -156,6 +156,28 @@ def test_mlflows_own_loader_prints_no_cuda_errors(stub):
     assert "cuda" not in done.stderr.lower(), done.stderr[-2000:]
 
 
+def test_a_version_carries_its_network_play_spec_and_code_and_no_pickle(stub):
+    import mlflow
+    import yaml
+
+    folder = Path(mlflow.artifacts.download_artifacts("models:/connect4-stub/1"))
+    assert not list(folder.rglob("*.pkl"))  # models from code: MLflow pickles nothing
+    flavor = yaml.safe_load((folder / "MLmodel").read_text())["flavors"]["python_function"]
+    assert flavor["loader_module"] == "mlflow.pyfunc.loaders.code_model"
+    assert flavor["config"] == {"spec": "onnx:{path}", "game": "connect4", "file": "model.onnx",
+                                "label": "connect4-stub (onnx)"}  # fmt: skip
+    trained = stub[2].best.model_uri  # the network's own ONNX model, as the run logged it
+    network = Path(mlflow.artifacts.download_artifacts(trained)) / "model.onnx"
+    assert (folder / "artifacts/network/model.onnx").read_bytes() == network.read_bytes()
+    assert {p.name for p in (folder / "code").iterdir()} == {"engine", "agents", "features",
+                                                             "models"}  # fmt: skip
+    assert not list((folder / "code").rglob("__pycache__"))
+    wanted = (folder / "requirements.txt").read_text().split()
+    assert any(r.startswith("numba==") for r in wanted)
+    assert any(r.startswith("onnxruntime") for r in wanted)
+    assert not any("gridbots" in r for r in wanted)
+
+
 def test_a_version_is_a_pyfunc_bot_that_plays_like_the_registry_agent(stub, monkeypatch):
     from agents import make
     from models.registry import resolve
@@ -368,3 +390,28 @@ def test_a_td_run_logs_its_self_play_and_registers_a_bot_that_plays(tmp_path, mo
         for history, action in zip(histories, table["action"], strict=True):
             state = game.state_from_history(game.parse_moves(history))
             assert action == agent.step(state.clone(), state.current_player())
+
+
+@pytest.mark.slow
+def test_an_imported_zoo_bundle_is_a_pyfunc_bot_that_plays_like_its_registry_spec(
+    tmp_path, monkeypatch
+):
+    """The zoo's Connect 4 entry through `gridbots bots export | import` (models.bundle, which
+    registers through models.registry.register_run): MLflow's loader plays it as `registry:`."""
+    from agents import make
+
+    zoo = Path(__file__).resolve().parents[1] / "zoo/connect4/playerzero"
+    with mlflow_sandbox(tmp_path / "registry", tmp_path):
+        assert main(["bots", "export", str(zoo), "--out", str(tmp_path / "bundle")]) == 0
+        assert main(["bots", "import", str(tmp_path / "bundle"), "--production"]) == 0
+        bot = load_pyfunc("models:/connect4-playerzero@production", monkeypatch)
+        loader = bot.metadata.flavors["python_function"]["loader_module"]
+        assert loader == "mlflow.pyfunc.loaders.code_model"  # models from code: no pickle
+        histories = positions(8, seed=3)
+        table = bot.predict(pd.DataFrame({"game": "connect4", "history": histories}))
+        game = load_game("connect4")
+        agent = make("registry:connect4-playerzero@production", game, seed=0)
+        for history, row in zip(histories, table.to_dict("records"), strict=True):
+            state = game.state_from_history(game.parse_moves(history))
+            assert row["action"] == agent.step(state.clone(), state.current_player())
+            assert json.loads(row["analysis"])["policy"]  # the network's search, not a guess
