@@ -1,16 +1,18 @@
 """Trains an Othello n-tuple network through the td family (models.td) with an Othello League
 learning curve, then tracks and registers it as the td chain does; prints the run as JSON.
 
-The training is models.td.train itself (resumable from --checkpoint, exported to ONNX with its
-parity check); every --curve-every games the network plays --curve-games League games at one
-ply (benchmarks/othello_league.py) and the point records games, the League score and interval,
-and the CPU hours of training so far (CPU time, not wall time: the machine is shared). With
---register the finished run is logged to MLflow and registered as a version of `othello-td`
-(models.td_runs.log_and_register, the td-long stage's own step).
+Self-play, or (--opponent counter) TD learning against the League's own opponent: the
+weighted piece counter of benchmarks/othello_league.py with its ε, so the network learns the
+values of that very environment. The training is models.td.train itself (resumable from
+--checkpoint, exported to ONNX with its parity check); every --curve-every games the network
+plays --curve-games League games at one ply and the point records games, the League score
+and interval, and the CPU hours of training so far (CPU time, not wall time: the machine is
+shared). With --register the finished run is logged to MLflow and registered as a version of
+`othello-td` (models.td_runs.log_and_register, the td-long stage's own step).
 
-    nice -n 10 .venv/bin/python benchmarks/othello_ntuple.py --tuples rect-2x4 \
-        --games 6000000 --learning-rate 0.01 --lr-final 0.1 --epsilon 0.1 \
-        --checkpoint data/othello-ntuple/rect-2x4.npz --out data/othello-ntuple/rect-2x4
+    NUMBA_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/othello_ntuple.py \
+        --tuples lines-corners --phases 8 --opponent counter --games 3000000 \
+        --checkpoint data/othello-ntuple/league.npz --out data/othello-ntuple/league
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from othello_league import league
+from othello_league import EPSILON, WPC, league
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,6 +37,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lr-final", type=float, default=0.1)
     parser.add_argument("--epsilon", type=float, default=0.1, help="ε of the ε-greedy self-play")
     parser.add_argument("--rule", default="q", choices=("q", "sarsa"))
+    parser.add_argument("--phases", type=int, default=1, help="tables per game stage")
+    parser.add_argument(
+        "--opponent",
+        default="self",
+        choices=("self", "counter"),
+        help="self-play, or the League's weighted piece counter with the League's ε",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--curve-every", type=int, default=250_000)
     parser.add_argument("--curve-games", type=int, default=500)
@@ -46,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         print("othello_ntuple: --games, --curve-every >= 1 and --curve-games >= 2", file=sys.stderr)
         return 2
 
+    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from agents.td_agent import TDPlayer
@@ -57,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     params = {
         "network": "ntuple",
         "tuples": args.tuples,
+        "phases": args.phases,
+        "opponent": args.opponent,
         "rule": args.rule,
         "activation": "sigmoid",
         "selection": "egreedy",
@@ -66,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         "games": args.games,
         "seed": args.seed,
     }
+    if args.opponent == "counter":
+        params.update(counter_weights=list(WPC), counter_epsilon=EPSILON)
     history_path = args.checkpoint.with_suffix(".cpu.json")
     spent = json.loads(history_path.read_text()) if history_path.is_file() else {"cpu_s": 0.0}
     clock = {"since": time.process_time()}
@@ -86,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         }
 
     columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:,}"))
-    with Progress(*columns, TimeElapsedColumn(), transient=True) as bar:
+    progress_bar = Progress(*columns, TimeElapsedColumn(), console=Console(stderr=True))
+    with progress_bar as bar:
         task = bar.add_task(f"training {td.label(params)}", total=args.games)
 
         def progress(games: int, metrics: dict[str, float]) -> None:
@@ -121,7 +136,9 @@ def main(argv: list[str] | None = None) -> int:
         entry["registered"] = log_and_register(
             entry, "othello", "othello-td-long-ntuple_systematic"
         )
-    print(json.dumps(entry, indent=2, default=str))
+    text = json.dumps(entry, indent=2, default=str)
+    (args.out / "run.json").write_text(text + "\n")
+    print(text)
     return 0
 
 
