@@ -201,6 +201,16 @@ def test_a_version_is_a_pyfunc_bot_that_plays_like_the_registry_agent(stub, monk
         assert set(analysis["values"]) <= {game.action_to_string(0, a) for a in range(7)}
 
 
+def test_a_rows_ms_is_the_time_budget_of_a_bot_that_searches_by_time(stub, monkeypatch):
+    bot = load_pyfunc("models:/connect4-stub/1", monkeypatch)
+    rows = pd.DataFrame({"game": "connect4", "history": ["4453", "4453"], "ms": [None, 25.0]})
+    table = bot.predict(rows)
+    assert table["move"].notna().all()
+    kept = bot.unwrap_python_model().agents  # one agent per game, budget and seed
+    assert sorted((ms, agent.ms) for (_, ms, _), agent in kept.items() if ms) == [(25.0, 25.0)]
+    assert [agent.ms for (_, ms, _), agent in kept.items() if ms is None] == [0.0]
+
+
 def test_the_pyfunc_bot_refuses_bad_positions_with_a_message(stub, monkeypatch):
     from mlflow.exceptions import MlflowException
 
