@@ -236,6 +236,7 @@ def self_play(
     opponent_random,
     counter,
     counter_epsilon,
+    counter_share,
     rng,
     moves,
     values,
@@ -251,20 +252,24 @@ def self_play(
     opponent_random = 1: the learner takes seat g % 2 against a uniformly random player and
     learns at every turn (the random moves are its environment).
     opponent_random = 2: as 1 against the weighted piece counter `counter` (one weight per
-    cell) that plays a random move with probability counter_epsilon (counter_move)."""
+    cell) that plays a random move with probability counter_epsilon (counter_move), in a
+    share counter_share of the games (drawn game by game); the others are self-play."""
     s = start.copy()
     for g in range(games):
         s[:] = start
         learner = g % 2
+        mode = opponent_random
+        if mode == 2 and counter_share < 1.0 and rand_unit(rng) >= counter_share:
+            mode = 0
         while True:
             mover = current_player(s)
             if mover == TERMINAL:
                 break
             forced = -1
-            if opponent_random == 1 and mover != learner:
+            if mode == 1 and mover != learner:
                 n = legal_actions(s, mover, moves)
                 forced = moves[rand_below(rng, n)]
-            elif opponent_random == 2 and mover != learner:
+            elif mode == 2 and mover != learner:
                 forced = counter_move(s, mover, counter, counter_epsilon, rng, moves, child, obs)
             action = td_learn(
                 s,

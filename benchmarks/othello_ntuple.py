@@ -44,6 +44,9 @@ def main(argv: list[str] | None = None) -> int:
         choices=("self", "counter"),
         help="self-play, or the League's weighted piece counter with the League's ε",
     )
+    parser.add_argument(
+        "--counter-share", type=float, default=1.0, help="games against the counter, rest self-play"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--curve-every", type=int, default=250_000)
     parser.add_argument("--curve-games", type=int, default=500)
@@ -79,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
         "seed": args.seed,
     }
     if args.opponent == "counter":
-        params.update(counter_weights=list(WPC), counter_epsilon=EPSILON)
+        params.update(
+            counter_weights=list(WPC), counter_epsilon=EPSILON, counter_share=args.counter_share
+        )
     history_path = args.checkpoint.with_suffix(".cpu.json")
     spent = json.loads(history_path.read_text()) if history_path.is_file() else {"cpu_s": 0.0}
     clock = {"since": time.process_time()}

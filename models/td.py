@@ -50,12 +50,13 @@ DEFAULTS: dict[str, Any] = {
     "opponent": "self",  # self | random | counter | any agent spec (played from Python: slower)
     "counter_weights": [],  # opponent=counter: a weighted piece counter, one weight per cell
     "counter_epsilon": 0.1,  # opponent=counter: its random-move probability (the League's ε)
+    "counter_share": 1.0,  # opponent=counter: the share of games against it (the rest self-play)
     "planes": 2,  # observation planes read (seat 0's pieces, seat 1's)
     "init_std": 0.0001,
     "seed": 0,
 }
 #: settings newer than some checkpoints: at their default they stay out of the fingerprint
-LATER = ("tuples", "phases", "counter_weights", "counter_epsilon")
+LATER = ("tuples", "phases", "counter_weights", "counter_epsilon", "counter_share")
 CHUNK = 1000  # games between progress reports
 CHECKPOINT_SECONDS = 30.0  # a checkpoint at most this often (and at every curve point, the end)
 Progress = Callable[[int, dict[str, float]], None]
@@ -85,8 +86,8 @@ def check(params: dict[str, Any]) -> dict[str, Any]:
         raise ModelError("td: init_std must not be negative")
     if p["opponent"] == "counter" and not p["counter_weights"]:
         raise ModelError("td: opponent=counter needs counter_weights (one weight per cell)")
-    if not 0 <= p["counter_epsilon"] <= 1:
-        raise ModelError("td: counter_epsilon lies in [0, 1]")
+    if not 0 <= p["counter_epsilon"] <= 1 or not 0 <= p["counter_share"] <= 1:
+        raise ModelError("td: counter_epsilon and counter_share lie in [0, 1]")
     return p
 
 
@@ -174,6 +175,7 @@ class Trainer:
                 {"self": 0, "random": 1, "counter": 2}[p["opponent"]],
                 self._counter,
                 float(p["counter_epsilon"]),
+                float(p["counter_share"]),
                 self.rng,
                 *self._work,
                 out,

@@ -190,6 +190,8 @@ def test_a_counter_opponent_needs_its_weights():
 
     with pytest.raises(ModelError, match="counter_weights"):
         td.check({"network": "ntuple", "opponent": "counter"})
+    with pytest.raises(ModelError, match="counter_share"):
+        td.check({"opponent": "counter", "counter_weights": [1.0], "counter_share": 1.5})
     with pytest.raises(ModelError, match="one weight per cell"):
         td.Trainer(load_game("othello"), {"opponent": "counter", "counter_weights": [1.0, 2.0]})
 
