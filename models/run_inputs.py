@@ -131,7 +131,8 @@ def source_inputs(meta: dict[str, Any]) -> list[Any]:
             "technique": manifest.get("technique"),
             "table": table,
             "counts": manifest.get("counts"),
-            "validation": _validated(folder, content_hash),
+            # a caller that validated the folder itself says so (PlayerZero's generations)
+            "validation": meta.get("validation") or _validated(folder, content_hash),
             "content_hash_recorded": content_hash is not None,
         }
         # an encoding that recorded no content hash (older files): the folder's path stands in

@@ -117,6 +117,31 @@ def test_a_training_run_logs_its_encoded_file_as_an_input(stub):
     assert profile["hash"] == file_hash(data) and profile["manifest_hash"] == "c0ffee"
 
 
+def test_a_source_folders_input_says_whether_its_validation_passed(tmp_path):
+    from models.run_inputs import source_inputs
+
+    folder, content = tmp_path / "games", "ab" * 32
+    folder.mkdir()
+    (folder / "manifest.json").write_text(json.dumps({"content_hash": content,
+                                                      "technique": "selfplay"}))  # fmt: skip
+    meta = {"dataset": str(folder), "manifest_hash": content, "table": "positions"}
+
+    def status(**extra) -> str:
+        (found,) = source_inputs({**meta, **extra})
+        recorded = extra.get("manifest_hash", content)  # what the encoded file names
+        assert found.dataset.digest == recorded[:32] and found.dataset.name == "games"
+        return {t.key: t.value for t in found.tags}["gridbots.validation"]
+
+    assert status() == "not run"
+    assert status(validation="passed") == "passed"  # the caller validated it (PlayerZero)
+    (folder / "validation").mkdir()
+    (folder / "validation/result.json").write_text(json.dumps({"success": False}))
+    assert status() == "failed"
+    (folder / "validation/result.json").write_text(json.dumps({"success": True}))
+    assert status() == "passed"
+    assert status(manifest_hash="cd" * 32) == "changed since encoding"
+
+
 def test_the_network_is_logged_with_the_providers_that_work_here(stub):
     import mlflow
     import yaml

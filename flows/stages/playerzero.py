@@ -164,8 +164,10 @@ def _generation(root: Path, spec: str, game: Any, settings: dict, gate: dict, st
              f"{selfplay['positions_per_s']:.0f} positions/s ({selfplay['agent']})")  # fmt: skip
         validate_task(root, g, settings["validation"])
         encoded = encode_task(root, g, game)
-        source = {"dataset": str(loop.gen_dir(root, g) / "data"), "table": "positions"}
-        log_encoded_file(mlflow, run_id, Path(encoded), source)  # the self-play it generated
+        # the self-play it generated; validation passed (validate_task raises otherwise)
+        source = {"dataset": str(loop.gen_dir(root, g) / "data"), "table": "positions",
+                  "validation": "passed"}  # fmt: skip
+        log_encoded_file(mlflow, run_id, Path(encoded), source)
         runs, fought, changes = curriculum_task(root, g, game, settings, state, run_id,
                                                 on_cluster)  # fmt: skip
         role = "student" if "student" in fought else "coach"
