@@ -10,8 +10,9 @@ player answers, as `gridbots move` does: `move` lists their moves, `action` is -
 `analysis` holds each player's action.
 
 The model is the bot, not its tensor: it carries the network file (and its sidecars) as an
-artifact, its play spec (`onnx:{path}`, `seq:model={path}`: what `registry:` plays) in its
-model config, and gridbots' packages below the CLI (engine, agents, features, models) as code
+artifact, its play spec (the version's `play.spec`: `onnx:{path}`, `seq:model={path}`, an
+imported zoo card's `puct:model={dir}/FILE,…`; what `registry:` plays) in its model config,
+and gridbots' packages below the CLI (engine, agents, features, models) as code
 paths, so an environment MLflow builds from its pip requirements (gridbots' runtime packages,
 not gridbots from an index) loads it. It is logged as "models from code" (MLflow's own advice
 for custom models): loading runs the small entry script written here, nothing is unpickled.
@@ -69,7 +70,9 @@ class BotModel(PythonModel):
 
         key = (game.spec(), ms, seed)
         if key not in self.agents:
-            spec = self.spec.format(path=self.network)
+            from models.play_spec import resolve
+
+            spec = resolve(self.spec, self.network)
             agent = make(spec, game, seed=seed)
             if ms is not None and hasattr(agent, "ms"):  # only a timed search takes a budget
                 from models.play_spec import with_options
@@ -179,7 +182,8 @@ def _package_copy(scratch: Path) -> list[str]:
 
 def log_bot(files: list[Path], spec: str, game: str, label: str, input_example: bool = True) -> Any:
     """Logs the bot into the active run as pyfunc model `bot`; its ModelInfo. `files`: the model
-    file first, then its sidecars; `spec`: the play spec with `{path}` for the model file."""
+    file first, then its sidecars; `spec`: the play spec, `{path}` the model file, `{dir}` its
+    folder."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="gridbots-pyfunc-") as scratch_name:
@@ -196,8 +200,9 @@ def log_bot(files: list[Path], spec: str, game: str, label: str, input_example: 
         # when it checks the input example (MLflow also leaves that copy on sys.path: undone)
         from agents.base import make
         from engine import parse_game_spec
+        from models.play_spec import resolve
 
-        make(spec.format(path=network / Path(files[0]).name), parse_game_spec(game), seed=0)
+        make(resolve(spec, network / Path(files[0]).name), parse_game_spec(game), seed=0)
         example = None
         if input_example:
             import pandas as pd

@@ -70,9 +70,10 @@ def _network_files(run: Any, scratch: Path) -> list[Path]:
     return [found[0], *sorted(found[0].parent.glob(f"{found[0].name}.*"))]
 
 
-def log_bot(run: Any, client: Any) -> Any:
+def log_bot(run: Any, client: Any, play_spec: str | None = None) -> Any:
     """Logs the run's bot as an MLflow pyfunc model (models.pyfunc_bot) into the run, which
-    keeps its status (a PlayerZero generation stays RUNNING while its loop works on it)."""
+    keeps its status (a PlayerZero generation stays RUNNING while its loop works on it);
+    `play_spec`: how the bot plays (models.play_spec), its artifact kind's default if None."""
     import mlflow
 
     from models.play_spec import INNER_SPECS
@@ -81,28 +82,33 @@ def log_bot(run: Any, client: Any) -> Any:
     result = run.result
     if result.artifact_kind not in INNER_SPECS:
         raise ModelError(f"no bot plays artifact kind {result.artifact_kind!r}")
+    spec = play_spec or INNER_SPECS[result.artifact_kind]
     label = f"{model_name(run.dataset['game'], result.family)} ({result.artifact_kind})"
     status = client.get_run(run.run_id).info.status
     active = mlflow.active_run()
     with tempfile.TemporaryDirectory(prefix="gridbots-register-") as scratch:
         files = _network_files(run, Path(scratch))
         if active is not None and active.info.run_id == run.run_id:
-            return log_pyfunc(files, INNER_SPECS[result.artifact_kind], run.dataset["game"], label)
+            return log_pyfunc(files, spec, run.dataset["game"], label)
         with mlflow.start_run(run_id=run.run_id, nested=active is not None):
-            info = log_pyfunc(files, INNER_SPECS[result.artifact_kind], run.dataset["game"], label)
+            info = log_pyfunc(files, spec, run.dataset["game"], label)
         if status != "FINISHED":
             client.update_run(run.run_id, status=status)
         return info
 
 
-def register_run(run: Any, client: Any = None) -> str:
+def register_run(run: Any, client: Any = None, play_spec: str | None = None) -> str:
     """Registers a tracking.TrainedRun's bot as a new version; returns the version number.
 
     The version is the bot as an MLflow pyfunc model (positions in, moves out: `mlflow models
     serve` deploys it); the network's own model stays at `run.model_uri`, named by the tag
     `network.model_uri`. The one registration path: trainings, PlayerZero generations, TD and
-    NEAT champions and imported bundles all come through here."""
+    NEAT champions and imported bundles all come through here. The version carries how it
+    plays as the tag `play.spec` (`play_spec`, e.g. an imported zoo card's spec; else its
+    artifact kind's default), which `registry:` and the pyfunc bot both play."""
     from mlflow.exceptions import MlflowException
+
+    from models.play_spec import INNER_SPECS, PLAY_SPEC_TAG
 
     client = client or _client()
     result = run.result
@@ -129,6 +135,7 @@ def register_run(run: Any, client: Any = None) -> str:
         "artifact.file": Path(result.artifact).name,
         "network.model_uri": run.model_uri,
         "bot.flavor": "python_function",
+        PLAY_SPEC_TAG: play_spec or INNER_SPECS.get(result.artifact_kind, ""),
         "dataset.path": run.dataset["dataset.path"],
         "dataset.sha256": run.dataset["dataset.sha256"],
         "dataset.manifest_hash": run.dataset["dataset.manifest_hash"],
@@ -136,7 +143,7 @@ def register_run(run: Any, client: Any = None) -> str:
         "export.parity_max_abs_diff": run.parity,
         **{f"eval.{k}": f"{float(v):.10g}" for k, v in result.metrics.items()},
     }
-    bot = log_bot(run, client)
+    bot = log_bot(run, client, play_spec)
     version = client.create_model_version(
         name, bot.model_uri, run_id=run.run_id, tags=tags, model_id=bot.model_id
     )

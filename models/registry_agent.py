@@ -4,10 +4,13 @@ It lives in models/ because it reads the MLflow registry; agents.make finds it t
 `gridbots.agents` entry point declared in pyproject.toml, so the agents layer stays below.
 
 The version's raw artifact is fetched from MLflow into a local cache (models.registry.download;
-never a pickle, never TensorFlow) and played by the agent its kind calls for: ONNX files through
-`onnx:PATH` (which reads sequence / value from the file's metadata), HMM JSON and CRFsuite files
-through `seq:model=PATH`. Options after the reference go to that agent
-(`registry:connect4-lstm@production:guards=win`). The alias is looked up every time an agent is
+never a pickle, never TensorFlow) and played by the spec the version carries (tag `play.spec`,
+models.play_spec: an imported zoo bot plays its card's spec on the version's files), else by the
+agent its kind calls for: ONNX files through `onnx:PATH` (which reads sequence / value from the
+file's metadata), HMM JSON and CRFsuite files through `seq:model=PATH`. Options after the
+reference go to that agent after the version's own, so they win
+(`registry:connect4-lstm@production:guards=win`, `registry:connect4-playerzero@production:ms=200`).
+The alias is looked up every time an agent is
 built, so a promotion shows at the next game; a version's file is downloaded once.
 """
 
@@ -19,7 +22,8 @@ from pathlib import Path
 from agents.analysis import Analysis
 from agents.base import Agent, AgentError, builder, make
 from engine.protocol import Game, State
-from models.play_spec import INNER_SPECS, with_options
+from models import play_spec
+from models.play_spec import INNER_SPECS  # noqa: F401  (tests stub a kind's agent here)
 
 
 @functools.cache
@@ -73,7 +77,8 @@ class RegistryAgent(Agent):
             raise AgentError(f"registry: {reference} is a {trained_for} model, not {game.name}")
         if kind == "onnx":
             _checked_onnx(str(path), path.stat().st_mtime)
-        inner = with_options(INNER_SPECS[kind].format(path=path), options)
+        template = play_spec.version_spec(kind, tags)
+        inner = play_spec.with_options(play_spec.resolve(template, path), options)
         self.source = path
         self.reference = f"{reference} ({kind})"
         self.inner = make(inner, game, seed)

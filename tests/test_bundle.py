@@ -19,6 +19,7 @@ from test_tracking import mlflow_sandbox
 from test_web_registry import registered_hmm
 
 from agents import make
+from agents.puct import DEFAULT_SIMS
 from engine import parse_game_spec
 from engine.match import random_states
 from flows.cli import main
@@ -118,15 +119,22 @@ def test_the_zoo_entry_moves_into_a_registry_and_plays_the_same(tmp_path, tmp_pa
         assert main(["bots", "export", str(ZOO_C4), "--out", str(bundle)]) == 0
         card = json.loads((bundle / "card.json").read_text())
         assert card == json.loads((ZOO_C4 / "card.json").read_text())
-        direct = moves(f"puct:model={bundle}/network-int8.onnx,sims=24", histories)
+        # the card's own spec on the bundle's files, at a fixed budget (ms=0: sims decide)
+        card_spec = card["spec"].replace("{dir}", str(bundle)) + ",ms=0,sims=24"
+        direct = moves(card_spec, histories)
         assert main(["bots", "import", str(bundle), "--production"]) == 0
         assert main(["bots", "import", str(bundle), "--name", "connect4-zoo"]) == 0
         capsys.readouterr()
         (first,) = versions("connect4-playerzero")
         assert first["aliases"] == ["production"]  # --production: the name had none
         assert first["tags"]["bundle.spec"] == card["spec"]
+        assert first["tags"]["play.spec"] == card["spec"].replace(
+            "{dir}/network-int8.onnx", "{path}"
+        )
         assert versions("connect4-zoo")[0]["aliases"] == []
-        registered = moves("registry:connect4-playerzero@production:sims=24", histories)
+        registered = moves("registry:connect4-playerzero@production:ms=0,sims=24", histories)
+        inner = make("registry:connect4-playerzero@production", parse_game_spec("connect4")).inner
+        assert (inner.ms, inner.sims, inner.prior_temp) == (20.0, DEFAULT_SIMS, 3.0)  # the card's
         again = tmp_path / "again"  # and out of the registry again, card and evidence kept
         assert main(["bots", "export", "connect4-playerzero@production", "--out", str(again)]) == 0
         assert json.loads((again / "card.json").read_text()) == card
