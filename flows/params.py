@@ -66,6 +66,7 @@ REQUIRED: dict[str, list[tuple[str, tuple[type, ...]]]] = {
         ("promote.seed", (int,)),
     ],
     "report": [("games", (list,)), ("mlflow.tracking_uri", (str,))],
+    "zoo-import": [("mlflow.tracking_uri", (str,))],  # flows/stages/zoo.py
     # the territory chain (flows/stages/neat.py): NEAT training cases and the study comparison
     "neat": [
         ("workers", (int,)),

@@ -153,6 +153,20 @@ def promote(game: GAME, params: PARAMS = DEFAULT_PARAMS):
         typer.echo(f"{info['model']}: production = {info['production'] or 'none'}")
 
 
+@stage_app.command("zoo-import")
+def zoo_import(params: PARAMS = DEFAULT_PARAMS):
+    """imports/zoo.json: each zoo entry registered once (its name's first production version
+    when the name has none), before the trainings whose gate it then defends."""
+    from flows.stages.zoo import zoo_import_flow
+    from models.zoo import CHECKOUT_ZOO
+
+    zoo_root = ROOT / "zoo" if (ROOT / "zoo").is_dir() else CHECKOUT_ZOO
+    result = zoo_import_flow(ROOT, _load("zoo-import", None, None, params), zoo_root)
+    for row in result["entries"]:
+        what = "imported" if row["imported"] else "already registered"
+        typer.echo(f"zoo:{row['entry']}: {row['name']}/{row['version']} ({what})")
+
+
 # ---- the territory chain (issue 11): NEAT training per case and the comparison with study 003
 @stage_app.command("neat")
 def neat(

@@ -164,10 +164,10 @@ def _card_from_tags(
     extras: list[Path],
 ) -> dict[str, Any]:
     """A card for a version trained in this registry: its tags are its evidence."""
-    from models.registry_agent import INNER_SPECS
+    from models.play_spec import version_spec
 
     game = tags.get("game") or name.rsplit("-", 1)[0]
-    spec = INNER_SPECS[kind].format(path="{dir}/" + model_file)
+    spec = version_spec(kind, tags).replace("{path}", "{dir}/" + model_file)
     (staging / "evidence").mkdir()
     (staging / "evidence/registry-version.json").write_text(
         json.dumps(
@@ -442,7 +442,9 @@ def _register(checked: Checked, name: str, family: str, client: Any) -> str:
         }
         parity = tags.get("export.parity_max_abs_diff", "n/a")
         trained = TrainedRun(run.info.run_id, params, result, model_uri, dataset, parity)
-        version = register_run(trained, client)
+        # the card names the model as {dir}/MODEL; the version holds it as {path}
+        play_spec = str(manifest["spec"]).replace("{dir}/" + str(manifest["model"]), "{path}")
+        version = register_run(trained, client, play_spec=play_spec)
     for key, value in _provenance_tags(checked).items():
         client.set_model_version_tag(name, version, key, value[:TAG_LIMIT])
     return version
@@ -476,6 +478,7 @@ def _provenance_tags(checked: Checked) -> dict[str, str]:
         "bundle.created": str(manifest.get("created", "")),
         "bundle.source": json.dumps(source, sort_keys=True, default=str),
         "bundle.spec": str(manifest["spec"]),
+        "card.sha256": sha256(checked.folder / zoo.CARD_JSON),
         "card.title": str(card.data["title"]),
         "card.made": json.dumps(card.data["made"], sort_keys=True, default=str),
     }
@@ -486,3 +489,27 @@ def _provenance_tags(checked: Checked) -> dict[str, str]:
         if key.startswith(("promotion.", "eval.")):
             tags[f"source.{key}"] = str(value)
     return tags
+
+
+# ---- zoo entries into a registry -------------------------------------------------------------
+def import_zoo_entry(folder: Path) -> dict[str, Any]:
+    """Registers a zoo entry once, under `<game>-<entry>` (the name its family trains under):
+    as the name's first production version when it has none, else as a version the gate may
+    promote. An entry whose card.json is already a version (tag `card.sha256`) is left alone.
+    Returns {entry, name, version, card.sha256, imported (False: already there)}."""
+    from models.registry import PRODUCTION
+    from models.tracking import client as tracking_client
+
+    card = zoo.load(Path(folder))
+    card_hash = sha256(card.folder / zoo.CARD_JSON)
+    name = f"{card.game.split(':', 1)[0]}-{card.name}"
+    found = {"entry": f"{card.game}/{card.name}", "name": name, "card.sha256": card_hash}
+    client = tracking_client()
+    for version in client.search_model_versions(f"name='{name}'"):
+        if (version.tags or {}).get("card.sha256") == card_hash:
+            return {**found, "version": str(version.version), "imported": False}
+    aliases = {m.name: m.aliases for m in client.search_registered_models(f"name='{name}'")}
+    production = PRODUCTION not in aliases.get(name, {})
+    with tempfile.TemporaryDirectory(prefix="gridbots-zoo-") as scratch:
+        done = import_bundle(export(str(card.folder), Path(scratch) / "bundle"), name, production)
+    return {**found, "version": str(done["version"]), "imported": True}
