@@ -55,7 +55,8 @@ def test_each_entry_imports_once_as_first_production_then_only_as_a_candidate(
         # the registry plays the card's spec on the version's files
         inner = make("registry:connect4-playerzero@production", parse_game_spec("connect4")).inner
         assert (inner.ms, inner.prior_temp) == (20.0, 3.0)
-        assert "zoo:connect4/playerzero: connect4-playerzero/1 (imported)" in capsys.readouterr().out
+        printed = capsys.readouterr().out
+        assert "zoo:connect4/playerzero: connect4-playerzero/1 (imported)" in printed
 
         assert main(["stage", "zoo-import"]) == 0  # again: nothing new
         assert "(already registered)" in capsys.readouterr().out
