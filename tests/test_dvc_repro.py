@@ -107,21 +107,23 @@ def copy_repo(target: Path, source: Path = REPO) -> None:
         .stdout.decode()
         .split("\0")
     )
+    copied = []
     for name in filter(None, listed):
         path = source / name
         if path.is_file() and not name.startswith("tests/"):
             (target / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, target / name)
-    share_compiled_code(target)
+            copied.append(target / name)
+    share_compiled_code(target, copied)
 
 
-def share_compiled_code(target: Path) -> None:
+def share_compiled_code(target: Path, copied: list[Path]) -> None:
     """Points each copied package's `__pycache__` at the checkout's, so the copy's stages load
     the kernels the rest of the suite compiles and the suite loads theirs, instead of each
     compiling all of them again (most of a cold run's time). Safe because numba and Python key
     a cached file on the module's name, the function's line and the source's mtime and size,
     which `copy2` keeps; an edited copy would miss the cache, never load a stale kernel."""
-    for package in {p.parent for p in target.rglob("*.py")}:
+    for package in {p.parent for p in copied if p.suffix == ".py"}:  # not what else is there
         shared = REPO / package.relative_to(target) / "__pycache__"
         shared.mkdir(exist_ok=True)
         (package / "__pycache__").symlink_to(shared, target_is_directory=True)
