@@ -52,9 +52,9 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine_speed.py
 
-# the README's screenshots, taken by the browser tests (a tiny model trained and registered)
+# the README's screenshots, taken by the browser tests (a tiny model trained and registered; MLflow's training-runs view)
 screenshots: $(STAMP)
-	GRIDBOTS_SCREENSHOTS=$(CURDIR)/docs/screenshots $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_web_browser.py
+	GRIDBOTS_SCREENSHOTS=$(CURDIR)/docs/screenshots $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_web_browser.py tests/test_mlflow_ui_browser.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
