@@ -81,6 +81,9 @@ MODULE_SECONDS = {
     "test_lstm.py": 10, "test_play_cli.py": 9, "test_validate.py": 9, "test_puct.py": 9,
     "test_scaffold.py": 8, "test_playerzero.py": 8, "test_match.py": 7, "test_store.py": 7,
     "test_c4bench.py": 7, "test_stage_resume.py": 7, "test_alphabeta.py": 6,
+    # added 2026-12-07, from their authors' runs on a loaded machine (refresh from a cold run)
+    "test_mlflow_native.py": 90, "test_dvc_share.py": 80, "test_bundle.py": 55,
+    "test_openspiel_bots.py": 45, "test_openspiel_games.py": 30, "test_mlflow_ui_browser.py": 20,
 }  # fmt: skip
 
 
