@@ -260,8 +260,8 @@ def replay_command(game, state, seed: int, scenario: dict[str, Any]) -> str:
 
 
 def opponent_for(game, spec: str | None) -> tuple[str, str]:
-    """(spec, what it is): the one asked for, else the game's best bot in production, else the
-    game's strong built-in."""
+    """(spec, what it is): the one asked for, else the game's strongest bot in production by
+    recorded evidence (models.registry.production_bots), else the game's strong built-in."""
     if spec:
         return spec, spec
     from models.registry import production_bots
@@ -270,9 +270,7 @@ def opponent_for(game, spec: str | None) -> tuple[str, str]:
     if not bots:
         return game.default_opponent, f"{game.default_opponent} (built in; nothing in production)"
     best = bots[0]
-    evidence = ""
-    if best["score"] is not None:
-        evidence = f", promotion score {best['score']:.3f} vs {best['opponent'] or 'baseline'}"
+    evidence = f", floor {best['floor']:.3f}: {best['floor_evidence']}" if best["floor"] else ""
     return best["spec"], f"{best['name']}/{best['version']} (the production bot{evidence})"
 
 

@@ -292,7 +292,8 @@ def list_models(client: Any = None) -> list[dict[str, Any]]:
 
 
 def production_summary(model: dict[str, Any]) -> dict[str, Any] | None:
-    """A described model's @production version and its promotion evidence, or None."""
+    """A described model's @production version, its promotion evidence and the floor that ranks
+    it among its game's production bots (`strength`), or None."""
     version = model["aliases"].get(PRODUCTION)
     if version is None:
         return None
@@ -308,12 +309,74 @@ def production_summary(model: dict[str, Any]) -> dict[str, Any] | None:
         "games": tags.get("promotion.games", ""),
         "opponent": tags.get("promotion.opponent", ""),
         "dataset": tags.get("dataset.sha256", ""),
+        "card": _card_entry(tags),
+        **strength(model, version),
     }
 
 
+def _card_entry(tags: dict[str, str]) -> str | None:
+    """`GAME/NAME` of the zoo entry a version was imported from, else None."""
+    try:
+        source = json.loads(tags.get("bundle.source", ""))
+    except ValueError:
+        return None
+    return str(source["entry"]) if source.get("from") == "zoo" and "entry" in source else None
+
+
+def card_floor(tags: dict[str, str]) -> tuple[float, str] | None:
+    """(the highest lower 95% bound among a version's card evidence, that figure), or None."""
+    best = None
+    for key, text in tags.items():
+        if not key.startswith("evidence."):
+            continue
+        try:
+            item = json.loads(text)
+            low = float(item["interval"][0])
+        except (ValueError, KeyError, TypeError, IndexError):
+            continue
+        figure = f"{item.get('figure', key)} (opponent: {item.get('opponent', 'not recorded')})"
+        if best is None or low > best[0]:
+            best = (low, figure)
+    return best
+
+
+def strength(model: dict[str, Any], version: str) -> dict[str, Any]:
+    """The evidence that ranks a production version among its game's (DESIGN.md "The zoo and
+    registry bundles"): `rests_on_card` when the version is a zoo bot (its card's figures were
+    measured against named, strong opponents) or won the gate over one, directly or through
+    the versions it replaced; `floor`, the lower 95% bound it stands on (its card's highest for
+    a zoo bot, its promotion score's otherwise) and `floor_evidence`, what that bound measured."""
+    by_version = {v["version"]: v["tags"] for v in model["versions"]}
+    tags = by_version.get(version, {})
+    own = card_floor(tags) if tags.get("card.sha256") else None
+    low, _ = tag_interval(tags.get("promotion.interval", ""))
+    if own is not None:
+        floor, evidence = own
+    elif low is not None:
+        floor = low
+        evidence = f"promotion gate against {tags.get('promotion.opponent') or 'the baseline'}"
+    else:
+        floor, evidence = None, "none recorded"
+    rests, seen, current = False, set(), version
+    while current in by_version and current not in seen:
+        seen.add(current)
+        current_tags = by_version[current]
+        if current_tags.get("card.sha256"):
+            rests = True
+            break
+        opponent = current_tags.get("promotion.opponent", "")
+        if current_tags.get("promotion.decision") != "promoted":
+            break
+        if not opponent.startswith(f"registry:{model['name']}/"):
+            break
+        current = opponent.rsplit("/", 1)[1]
+    return {"rests_on_card": rests, "floor": floor, "floor_evidence": evidence}
+
+
 def production_bots(game: str) -> list[dict[str, Any]]:
-    """The game's models with a @production version, the best evidence first (the lower end
-    of the promotion score's interval, then the score). Empty where no registry exists yet: a
+    """The game's models with a @production version, the strongest evidence first: a bot that
+    rests on a zoo card before one whose gate evidence is only against the baseline's chain,
+    then the higher floor (`strength`), the name last. Empty where no registry exists yet: a
     SQLite store that is not there is not created."""
     from models.tracking import tracking_uri
 
@@ -326,7 +389,12 @@ def production_bots(game: str) -> list[dict[str, Any]]:
         for model in list_models()
         if model["name"].startswith(f"{name}-") and (summary := production_summary(model))
     ]
-    return sorted(found, key=lambda b: (-(b["low"] or 0.0), -(b["score"] or 0.0)))
+    return sorted(found, key=rank_key)
+
+
+def rank_key(bot: dict[str, Any]) -> tuple[bool, float, str]:
+    """Sort key of a production summary: strongest evidence first (see production_bots)."""
+    return (not bot["rests_on_card"], -(bot["floor"] or 0.0), bot["name"])
 
 
 def tag_number(text: str | None) -> float | None:

@@ -13,7 +13,7 @@ import pytest
 from test_tracking import mlflow_sandbox
 
 from agents import make
-from engine import parse_game_spec
+from engine import load_game, parse_game_spec
 from flows.cli import main
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:.*noload.*")]
@@ -70,3 +70,67 @@ def test_each_entry_imports_once_as_first_production_then_only_as_a_candidate(
         assert [v["version"] for v in model["versions"]] == ["1", "2"]
         assert model["aliases"] == {"production": "1"}
         assert model["versions"][1]["tags"].get("promotion.decision") is None
+
+
+def test_the_zoo_bot_is_each_surfaces_default_and_heads_the_leaderboard(tmp_path, tmp_path_factory):
+    """A trained HMM in production (a gate record against random, floor 0.95) and the imported
+    zoo bot (card floor 0.935): the zoo bot comes first, by the rule, not by name (it sorts
+    after); a rejected challenger is listed as rejected (the page folds it)."""
+    from fastapi.testclient import TestClient
+    from test_web_registry import registered_hmm
+
+    from flows.play_commands import opponent_for
+    from flows.web.app import create_app
+    from flows.web.bots import Limits, build
+    from models.bundle import import_zoo_entry
+    from models.registry import promote_if_better
+
+    root = tmp_path / "work"
+    with mlflow_sandbox(root, tmp_path_factory.getbasetemp()):
+        registered_hmm()
+        # hand-set gate record: a higher floor than the card's, earned against random only
+        from models.tracking import client as tracking_client
+
+        mlflow_client = tracking_client()
+        mlflow_client.set_registered_model_alias("connect4-hmm", "production", "1")
+        for key, value in {"promotion.decision": "promoted", "promotion.score": "0.98",
+                           "promotion.interval": "[0.9500, 0.9950]",
+                           "promotion.opponent": "random"}.items():  # fmt: skip
+            mlflow_client.set_model_version_tag("connect4-hmm", "1", key, value)
+        shutil.copytree(ROOT / ENTRY, root / ENTRY)
+        assert import_zoo_entry(root / ENTRY)["version"] == "1"
+        card = json.loads((root / ENTRY / "card.json").read_text())
+        card["title"] += " (a challenger: the same bot again)"
+        (root / ENTRY / "card.json").write_text(json.dumps(card, indent=2) + "\n")
+        assert import_zoo_entry(root / ENTRY)["version"] == "2"
+        # 2 games can never clear the gate (the Wilson lower bound of 2/2 is below 0.5)
+        assert not promote_if_better("connect4-playerzero", "2", games=2).promoted
+
+        spec, what = opponent_for(parse_game_spec("connect4"), None)
+        assert spec == "registry:connect4-playerzero@production"
+        floor = max(e["interval"][0] for e in card["evidence"] if "interval" in e)  # 0.935
+        assert "connect4-playerzero/1" in what and f"floor {floor:.3f}" in what
+
+        app = create_app(Limits(ms=100), mlflow_url=None, root=root)
+        with TestClient(app) as client:
+            assert client.get("/api/bots?game=connect4").json()["default"] == spec
+            pig = client.get("/api/bots?game=pig").json()["default"]  # nothing in production
+            assert pig == load_game("pig").default_opponent
+            board = client.get("/api/leaderboard").json()
+            (connect4,) = [g for g in board["games"] if g["game"] == "connect4"]
+            assert [b["name"] for b in connect4["bots"]] == ["connect4-playerzero", "connect4-hmm"]
+            best = connect4["bots"][0]
+            assert best["card"] == "connect4/playerzero" and best["floor"] == floor
+            assert [m["name"] for m in board["models"]] == ["connect4-playerzero", "connect4-hmm"]
+            decisions = [v["decision"] for v in board["models"][0]["versions"]]
+            assert decisions == ["rejected", "imported"]  # newest first; the page folds v2
+            page = client.get("/zoo/connect4/playerzero")
+            assert page.status_code == 200 and page.text == (root / ENTRY / "card.md").read_text()
+            assert client.get("/zoo/connect4/nothing").status_code == 404
+            assert client.get("/zoo/connect4/..%2F..").status_code in (400, 404)
+            moved = client.post("/api/connect4/move", json={"spec": spec, "history": ""})
+            assert moved.status_code == 200, moved.text
+        # the web keeps the zoo bot's own 20 ms within its cap, and caps it below
+        connect4 = parse_game_spec("connect4")
+        assert build(spec, connect4, Limits(ms=100)).inner.ms == 20.0
+        assert build(spec, connect4, Limits(ms=5)).inner.ms == 5.0

@@ -29,6 +29,7 @@ from flows.web.bots import (
     WebError,
     answer,
     checked_spec,
+    registry_exists,
 )
 from flows.web.leaderboard import leaderboard as leaderboard_data
 from flows.web.leaderboard import registry_models
@@ -130,6 +131,7 @@ def create_app(
             },
             "ms_cap": limits.ms,
             "registry": _registry_bots(game),
+            "default": _default_bot(game),
         }
 
     @app.get("/api/leaderboard")
@@ -195,6 +197,11 @@ def create_app(
     def leaderboard_page():
         return FileResponse(STATIC / "leaderboard.html")
 
+    @app.get("/zoo/{game}/{name}", include_in_schema=False)
+    def zoo_card(game: str, name: str):
+        """A zoo entry's card (card.md): what the leaderboard links a zoo bot to."""
+        return FileResponse(_zoo_card(Path(root), game, name), media_type="text/markdown")
+
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.router.on_shutdown.append(lambda: pool.shutdown(wait=False, cancel_futures=True))
     return BodyLimit(app, limits.body_bytes)
@@ -230,6 +237,30 @@ def _validation_text(error: RequestValidationError) -> str:
         else:
             parts.append(f"{where}: {item.get('msg', 'invalid')}")
     return "; ".join(parts) or "invalid request"
+
+
+def _zoo_card(root: Path, game: str, name: str) -> Path:
+    """card.md of zoo entry GAME/NAME under `root`'s zoo/, else the checkout's; 404 if none."""
+    from models.zoo import CARD_MD, CHECKOUT_ZOO
+
+    if not all(part and all(c.isalnum() or c in "-_" for c in part) for part in (game, name)):
+        raise WebError(400, "a zoo entry is zoo/GAME/NAME (letters, digits, - and _)")
+    for zoo_root in (root / "zoo", CHECKOUT_ZOO):
+        if (zoo_root / game / name / CARD_MD).is_file():
+            return zoo_root / game / name / CARD_MD
+    raise WebError(404, f"no zoo entry {game}/{name}")
+
+
+def _default_bot(game: str | None) -> str | None:
+    """The spec a game's page and API offer first: its strongest production bot by recorded
+    evidence (models.registry.production_bots), else the game's built-in opponent."""
+    if not game:
+        return None
+    from models.registry import production_bots
+
+    builtin = _load_game(game).default_opponent
+    bots = production_bots(game) if registry_exists() else []
+    return bots[0]["spec"] if bots else builtin
 
 
 def _registry_bots(game: str | None) -> list[dict[str, Any]]:

@@ -139,14 +139,18 @@ def compose(name: str, options: dict[str, str]) -> str:
 
 def build(spec: str, game: Game, limits: Limits, seed: int | None = None) -> Agent:
     """The agent of an already checked spec; a registry bot's searching inner agent is rebuilt
-    with the time cap (its kind is known only once its file is fetched)."""
+    under the time cap (its kind is known only once its file is fetched): the server's default
+    where its version names no time, the cap where its own time (a zoo card's `ms=20`) is
+    more; a time within the cap is the version's to keep."""
     try:
         agent = make(spec, game, seed=seed)
         inner = getattr(agent, "inner", None)
         if inner is not None and hasattr(inner, "ms") and "ms=" not in spec:
-            name, options = parse_spec(spec)
-            options["ms"] = _capped_ms(None, limits)
-            agent = make(compose(name, options), game, seed=seed)
+            own = float(inner.ms or 0)
+            if not 0 < own <= limits.ms:
+                name, options = parse_spec(spec)
+                options["ms"] = _capped_ms(f"{own:g}" if own > 0 else None, limits)
+                agent = make(compose(name, options), game, seed=seed)
     except (AgentError, GameError) as error:
         raise WebError(400, str(error)) from None
     except FileNotFoundError as error:

@@ -29,8 +29,10 @@ def registry_models() -> list[dict[str, Any]]:
 
 
 def leaderboard(root: Path, mlflow_url: str | None) -> dict[str, Any]:
-    """{"models": every registered model with its versions, "tournaments": each game's table}."""
-    from models.registry import production_summary, tag_interval, tag_number
+    """{"games": per game its production bots, strongest evidence first (the page's first
+    table: one row per game), "models": every registered model with its versions, in that
+    order, "tournaments": each game's table}."""
+    from models.registry import production_summary, rank_key, tag_interval, tag_number
 
     models = registry_models()
     tournaments = read_tournaments(Path(root), models)
@@ -68,9 +70,25 @@ def leaderboard(root: Path, mlflow_url: str | None) -> dict[str, Any]:
             )
         rows.append(
             {"name": model["name"], "aliases": model["aliases"], "versions": versions,
-             "production": production_summary(model)}
+             "production": production_summary(model), "tags": model.get("tags", {})}
         )  # fmt: skip
-    return {"models": rows, "tournaments": tournaments}
+    games: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        if row["production"]:
+            games.setdefault(game_of(row), []).append(row["production"])
+    ranked = {game: sorted(bots, key=rank_key) for game, bots in sorted(games.items())}
+    place = {bot["name"]: (game, i) for game, bots in ranked.items() for i, bot in enumerate(bots)}
+    rows.sort(key=lambda r: (game_of(r), place.get(r["name"], (0, len(rows)))[1], r["name"]))
+    return {
+        "games": [{"game": game, "bots": bots} for game, bots in ranked.items()],
+        "models": rows,
+        "tournaments": tournaments,
+    }
+
+
+def game_of(model: dict[str, Any]) -> str:
+    """A registered model's game: its `gridbots.game` tag, else its name's `<game>-` prefix."""
+    return str((model.get("tags") or {}).get("gridbots.game") or model["name"].split("-", 1)[0])
 
 
 def read_tournaments(root: Path, models: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,5 +1,6 @@
-// gridbots leaderboard: every registered model, its versions, aliases, promotion evidence and
-// standing in its game's pipeline tournament; then each tournament's table.
+// gridbots leaderboard: one row per game (its strongest production bot, its floor evidence and
+// card); then every registered model, its versions, aliases, promotion evidence and standing in
+// its game's pipeline tournament (rejected versions folded); then each tournament's table.
 "use strict";
 
 const fixed = (x, digits) => (x === null || x === undefined ? "" : x.toFixed(digits));
@@ -43,6 +44,63 @@ function evaluation(metrics) {
   return box;
 }
 
+function cardLink(card) {
+  // a zoo bot's card (card.md), served at /zoo/GAME/NAME
+  if (!card) return "";
+  const link = document.createElement("a");
+  link.href = `/zoo/${card}`;
+  link.textContent = `zoo card ${card}`;
+  return link;
+}
+
+function floorText(bot) {
+  if (bot.floor === null || bot.floor === undefined) return "no evidence recorded";
+  return `${fixed(bot.floor, 3)} (lower 95%): ${bot.floor_evidence}`;
+}
+
+function playLink(game, spec, text) {
+  const play = document.createElement("a");
+  play.href = `/?game=${encodeURIComponent(game)}&opponent=${encodeURIComponent(spec)}`;
+  play.textContent = text;
+  return play;
+}
+
+function gamesTable(games) {
+  // one row per game: the production bot the game offers first (strongest recorded evidence)
+  const table = document.createElement("table");
+  table.className = "board-list";
+  table.id = "production";
+  table.innerHTML = "<thead><tr><th>game</th><th>production bot</th><th>floor evidence</th>"
+    + "<th>card</th><th>also in production</th></tr></thead>";
+  const body = document.createElement("tbody");
+  for (const g of games) {
+    const [best, ...rest] = g.bots;
+    const row = document.createElement("tr");
+    cell(row, g.game);
+    const who = document.createElement("span");
+    who.append(`${best.name} v${best.version} `, playLink(g.game, best.spec, "play it"));
+    cell(row, who);
+    cell(row, floorText(best) + (best.rests_on_card ? " (rests on a zoo card)" : ""));
+    cell(row, cardLink(best.card));
+    if (rest.length) {
+      const more = document.createElement("details");
+      const summary = document.createElement("summary");
+      summary.textContent = `${rest.length} more`;
+      more.append(summary, ...rest.map((b) => {
+        const line = document.createElement("div");
+        line.textContent = `${b.name} v${b.version}: ${floorText(b)}`;
+        return line;
+      }));
+      cell(row, more);
+    } else {
+      cell(row, "");
+    }
+    body.append(row);
+  }
+  table.append(body);
+  return table;
+}
+
 function modelTable(model) {
   const section = document.createElement("section");
   const title = document.createElement("h3");
@@ -57,10 +115,17 @@ function modelTable(model) {
   wrap.className = "scroll";
   const table = document.createElement("table");
   table.className = "board-list";
-  table.innerHTML = "<thead><tr><th>version</th><th>aliases</th><th>decision</th><th>score [95%]</th>"
+  const head = "<thead><tr><th>version</th><th>aliases</th><th>decision</th><th>score [95%]</th>"
     + "<th>Elo [95%]</th><th>W/D/L</th><th>against</th><th>tournament: rank, score, Elo [95%]</th>"
     + "<th>evaluation</th><th>run</th><th>created</th></tr></thead>";
+  table.innerHTML = head;
   const body = document.createElement("tbody");
+  // rejected versions fold beneath the table (<details>), the rest stay in view
+  const folded = document.createElement("table");
+  folded.className = "board-list rejected";
+  folded.innerHTML = head;
+  const foldedBody = document.createElement("tbody");
+  folded.append(foldedBody);
   for (const v of model.versions) {
     const row = document.createElement("tr");
     cell(row, v.version);
@@ -89,11 +154,24 @@ function modelTable(model) {
       cell(row, v.run_id ? v.run_id.slice(0, 8) : "");
     }
     cell(row, v.created);
-    body.append(row);
+    (v.decision === "rejected" ? foldedBody : body).append(row);
   }
   table.append(body);
   wrap.append(table);
+  if (foldedBody.children.length) {
+    const more = document.createElement("details");
+    const summary = document.createElement("summary");
+    const n = foldedBody.children.length;
+    summary.textContent = `${n} rejected version${n === 1 ? "" : "s"}`;
+    more.append(summary, folded);
+    wrap.append(more);
+  }
   section.append(wrap);
+  if (model.production && model.production.card) {
+    const card = document.createElement("p");
+    card.append("Production version imported from ", cardLink(model.production.card));
+    section.append(card);
+  }
   return section;
 }
 
@@ -140,6 +218,7 @@ async function load() {
     status.textContent = models.length
       ? `${models.length} registered model${models.length === 1 ? "" : "s"}`
       : "no registered models yet: `make demo` (or `gridbots repro`) trains and registers them";
+    if (board.games.length) document.getElementById("games").append(gamesTable(board.games));
     document.getElementById("models").append(...models.map(modelTable));
     document.getElementById("tournaments").append(...board.tournaments.map(tournamentTable));
     document.getElementById("no-tournaments").hidden = board.tournaments.length > 0;

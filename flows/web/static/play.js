@@ -81,9 +81,8 @@ async function loadBots() {
     option.value = spec;
     list.append(option);
   }
-  const production = bots.registry.find((b) => b.alias === "production");
-  const wanted = linked.get("opponent");
-  $("opponent").value = wanted || (production ? production.spec : game.default_opponent);
+  const wanted = linked.get("opponent"); // else the strongest production bot (/api/bots)
+  $("opponent").value = wanted || bots.default || game.default_opponent;
 }
 
 async function newGame(event) {
