@@ -120,6 +120,49 @@ def production_lines(promotion: dict[str, Any]) -> list[str]:
     return lines
 
 
+def zoo_lines(root: Path, game: str) -> list[str]:
+    """The game's zoo bots the pipeline registered (imports/zoo.json, the zoo-import stage) and
+    every candidate that faced one at the promotion gate: the promote stages' records
+    (promotion/GAME.json) and PlayerZero's generations (playerzero/*/gen-*/registered.json)."""
+    record = _read(root / "imports" / "zoo.json") or {}
+    rows = [r for r in record.get("entries", []) if r["entry"].split("/")[0].split(":")[0] == game]
+    if not rows:
+        return []
+    families = (_read(root / "promotion" / f"{game}.json") or {}).get("families", {})
+    decisions = [d for info in families.values() for d in info.get("decisions", [])]
+    for path in sorted(root.glob("playerzero/*/gen-*/registered.json")):
+        registered = _read(path) or {}
+        if registered.get("promotion"):
+            decisions.append({**registered["promotion"], "trained_as": path.parent.as_posix()})
+    lines = ["### Zoo bots: the gate's opponent", ""]
+    lines += ["| zoo entry | registered as | card | candidates that faced it at the gate |",
+              "|---|---|---|---|"]  # fmt: skip
+    for row in rows:
+        zoo_ref = f"registry:{row['name']}/{row['version']}"
+        faced = [
+            d for d in decisions if d.get("name") == row["name"] and d.get("opponent") == zoo_ref
+        ]
+        shown = ", ".join(
+            f"v{d['version']}: {'promoted' if d.get('promoted') else 'rejected'} "
+            f"({d['wins']}/{d['draws']}/{d['losses']}, score {d['score']:.3f} "
+            f"[{d['low']:.3f}, {d['high']:.3f}])"
+            for d in faced
+        )  # fmt: skip
+        card = f"[card](../../zoo/{row['entry']}/card.md)"
+        lines.append(
+            f"| `zoo:{row['entry']}` | {row['name']} v{row['version']} (`{zoo_ref}`) | {card} "
+            f"| {shown or 'none yet'} |"
+        )
+    return [*lines, ""]
+
+
+def _read(path: Path) -> Any:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def puzzle_lines(summary: dict[str, Any]) -> list[str]:
     """A puzzle's table (flows/stages/evaluate.py): per level and bot, the success rate with
     its 95% interval and the laps beside the reference on the scenarios both solved."""
@@ -157,13 +200,15 @@ def write_report(root: Path, games: list[str], out: Path) -> Path:
         "# gridbots: what was trained, how strong it is, what is in production",
         "",
         "Built by `dvc repro` (stage `report`) from `evaluation/*/summary.json` and "
-        "`promotion/*.json`. Success rate = wins / games; score counts a draw as half a win. "
+        "`promotion/*.json` (the zoo bots registered first: `imports/zoo.json`). "
+        "Success rate = wins / games; score counts a draw as half a win. "
         "Each pairing plays every scenario twice with sides swapped.",
     ]
     for game in games:
         summary_path = root / "evaluation" / game / "summary.json"
         promotion_path = root / "promotion" / f"{game}.json"
         lines += ["", f"## {game}", ""]
+        lines += zoo_lines(root, game)  # the zoo bot every candidate under its name faced
         if not summary_path.is_file():
             lines.append("No tournament results yet.")
             continue

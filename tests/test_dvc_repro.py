@@ -169,11 +169,13 @@ def dvc(repo, *args: str) -> subprocess.CompletedProcess:
 
 
 def running_runs(root: Path) -> int:
-    """MLflow runs the store still marks RUNNING (0 before the store exists)."""
+    """MLflow runs the store still marks RUNNING (0 before the store exists), the zoo-import
+    stage's brief `import NAME` runs aside: the kill waits for a training."""
     try:
         uri = f"file:{root / 'mlflow.db'}?mode=ro"
         with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=5)) as db:
-            return db.execute("SELECT count(*) FROM runs WHERE status = 'RUNNING'").fetchone()[0]
+            query = "SELECT count(*) FROM runs WHERE status = 'RUNNING' AND name NOT LIKE ?"
+            return db.execute(query, ("import %",)).fetchone()[0]
     except sqlite3.Error:  # not created yet, or its tables not yet
         return 0
 
@@ -255,6 +257,13 @@ def test_repro_killed_resumes_then_does_nothing_then_only_what_changed(repo):
     lock = yaml.safe_load((root / "dvc.lock").read_text())
     assert "train-connect4@hmm" in lock["stages"] and "report" in lock["stages"]
     assert "playerzero@connect4" in lock["stages"]
+    # every zoo entry was registered first, as its name's first version (Connect 4's too)
+    assert "zoo-import" in lock["stages"]
+    imported = json.loads((root / "imports" / "zoo.json").read_text())["entries"]
+    entries = {f"{p.parent.parent.name}-{p.parent.name}" for p in root.glob("zoo/*/*/card.json")}
+    assert {(r["name"], r["version"]) for r in imported} == {(n, "1") for n in entries}
+    assert "connect4-playerzero" in entries
+    assert "connect4-playerzero v1 (`registry:connect4-playerzero/1`)" in report
     assert (root / "playerzero" / "connect4" / "state.json").is_file()
     # outputs were ignored up front: the run leaves nothing in git's view but its lock
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=root,
