@@ -208,6 +208,9 @@ def test_the_leaderboard_shows_the_registered_model_and_its_tournament(server, b
     page.wait_for_function("!document.getElementById('status').textContent.startsWith('loading')")
     assert page.locator("#status").inner_text() == "1 registered model"
     assert page.locator("#models h3").first.inner_text().startswith("connect4-hmm")
+    folded = page.locator("#models details summary")  # a rejected version folds beneath
+    if folded.count():
+        folded.first.click()
     standing = page.locator("#models td.standing").first.inner_text()
     assert standing.startswith("#") and "of 3" in standing and "registry:connect4-hmm/1" in standing
     assert page.locator("#models a", has_text="MLflow").count() == 1
@@ -215,6 +218,51 @@ def test_the_leaderboard_shows_the_registered_model_and_its_tournament(server, b
     assert rows.count() == 3  # the HMM and the two baselines it played
     assert "connect4-hmm v1" in page.locator("#tournaments").inner_text()
     _shot(page, "web-leaderboard.png")
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def zoo_server(tmp_path_factory):
+    """`gridbots web` over a registry holding the trained HMM and the zoo's Connect 4 bot
+    (imported as `connect4-playerzero`, its first production version), plus a challenger the
+    gate rejected (2 games can never clear it)."""
+    import shutil
+
+    from models.bundle import import_zoo_entry
+    from models.registry import promote_if_better
+
+    folder = tmp_path_factory.mktemp("web-zoo")
+    with mlflow_sandbox(folder, tmp_path_factory.getbasetemp()):
+        registered_hmm()
+        entry = folder / "zoo/connect4/playerzero"
+        shutil.copytree(ROOT / "zoo/connect4/playerzero", entry)
+        import_zoo_entry(entry)
+        (entry / "card.json").write_text(
+            (entry / "card.json").read_text().replace('"title": "', '"title": "again: ', 1)
+        )
+        import_zoo_entry(entry)
+        assert not promote_if_better("connect4-playerzero", "2", games=2).promoted
+        yield from _serve(folder)
+
+
+def test_the_leaderboard_opens_on_each_games_production_bot_and_its_card(zoo_server, browser):
+    page = browser.new_page(viewport={"width": 1100, "height": 600})
+    page.goto(f"{zoo_server}/leaderboard")
+    page.wait_for_function("!document.getElementById('status').textContent.startsWith('loading')")
+    rows = page.locator("#production tbody tr")
+    assert rows.count() == 1  # one game with a production bot
+    row = rows.first.inner_text()
+    assert row.startswith("connect4") and "connect4-playerzero v1" in row and "zoo card" in row
+    # the production version's model comes first; its rejected challenger is folded away
+    assert page.locator("#models h3").first.inner_text().startswith("connect4-playerzero")
+    first = page.locator("#models section").first
+    assert first.locator("details summary").inner_text() == "1 rejected version"
+    assert not first.locator("details table").is_visible()
+    first.locator("details summary").click()
+    assert first.locator("details table tbody tr").first.inner_text().startswith("2")
+    with page.expect_navigation():
+        page.locator("#production a", has_text="zoo card").click()
+    assert "Connect 4 PlayerZero" in page.content() and "## Evidence" in page.content()
     page.close()
 
 

@@ -200,7 +200,8 @@ def create_app(
     @app.get("/zoo/{game}/{name}", include_in_schema=False)
     def zoo_card(game: str, name: str):
         """A zoo entry's card (card.md): what the leaderboard links a zoo bot to."""
-        return FileResponse(_zoo_card(Path(root), game, name), media_type="text/markdown")
+        card = _zoo_card(Path(root), game, name)  # Markdown, shown as text by any browser
+        return FileResponse(card, media_type="text/plain; charset=utf-8")
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.router.on_shutdown.append(lambda: pool.shutdown(wait=False, cancel_futures=True))

@@ -77,8 +77,11 @@ def leaderboard(root: Path, mlflow_url: str | None) -> dict[str, Any]:
         if row["production"]:
             games.setdefault(game_of(row), []).append(row["production"])
     ranked = {game: sorted(bots, key=rank_key) for game, bots in sorted(games.items())}
-    place = {bot["name"]: (game, i) for game, bots in ranked.items() for i, bot in enumerate(bots)}
-    rows.sort(key=lambda r: (game_of(r), place.get(r["name"], (0, len(rows)))[1], r["name"]))
+    # per game: its production bots by rank, then the models with none (a list is empty while
+    # it sorts, so the rank of "none" is counted before)
+    place = {bot["name"]: i for bots in ranked.values() for i, bot in enumerate(bots)}
+    unranked = len(rows)
+    rows.sort(key=lambda r: (game_of(r), place.get(r["name"], unranked), r["name"]))
     return {
         "games": [{"game": game, "bots": bots} for game, bots in ranked.items()],
         "models": rows,
