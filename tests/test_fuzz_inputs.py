@@ -5,6 +5,7 @@ Sokoban levels, game specs and parameters, agent specs, move histories, params.y
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -83,10 +84,35 @@ def test_histories(name, text):
 )
 def test_agent_spec_syntax(spec):
     try:
-        name, options = parse_spec(spec)
-    except CLEAR:
+        name, _ = parse_spec(spec)
+    except CLEAR as error:  # only a `key=value` item without its `=` or its key is refused
+        message = str(error)
+        assert message.startswith("bad option ") and f"in agent spec {spec!r}" in message
+        item = ast.literal_eval(message.removeprefix("bad option ").partition(" in agent spec")[0])
+        assert "=" not in item or not item.partition("=")[0].strip()
         return
-    assert isinstance(name, str) and all(isinstance(v, str) for v in options.values())
+    assert name == spec.strip().partition(":")[0]
+
+
+@given(
+    name=st.sampled_from(["random", "mcts", "alphabeta", "simab", "heuristic", "seq", "puct"]),
+    variant=st.one_of(st.none(), st.sampled_from(["mcts", "random"])),
+    options=st.dictionaries(
+        st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=8).filter(
+            lambda key: key != "variant"
+        ),
+        st.text(alphabet="abcxyz0123456789.-+:/", max_size=10),  # a value may hold colons
+        max_size=4,
+    ),
+)
+def test_agent_specs_written_by_the_grammar_read_back(name, variant, options):
+    """`name[:variant][:key=value,…]` (DESIGN.md's agent specs), written here from its parts:
+    parsing gives the same parts back."""
+    parts = [name, *([variant] if variant else [])]
+    if options:
+        parts.append(",".join(f"{k}={v}" for k, v in options.items()))
+    expected = {**({"variant": variant} if variant else {}), **options}
+    assert parse_spec(":".join(parts)) == (name, expected)
 
 
 #: the options each agent documents (README, DESIGN.md), with the type its value must parse as
