@@ -10,8 +10,8 @@ agent its kind calls for: ONNX files through `onnx:PATH` (which reads sequence /
 file's metadata), HMM JSON and CRFsuite files through `seq:model=PATH`. Options after the
 reference go to that agent after the version's own, so they win
 (`registry:connect4-lstm@production:guards=win`, `registry:connect4-playerzero@production:ms=200`).
-The alias is looked up every time an agent is
-built, so a promotion shows at the next game; a version's file is downloaded once.
+The alias is looked up every time an agent is built, so a promotion shows at the next game; a
+version's file is downloaded once.
 """
 
 from __future__ import annotations

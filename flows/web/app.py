@@ -3,7 +3,8 @@
 Searches run on a bounded thread pool, never on the event loop, so a slow bot does not stall
 other clients; more waiting requests than `Limits.pending` get 429. Every refusal is a 4xx JSON
 `{"error": "..."}` naming the problem. The pages are static files shipped in the package
-(flows/web/static): no build step, nothing fetched from the internet.
+(flows/web/static): no build step, nothing fetched from the internet. `/zoo/GAME/NAME` shows a
+zoo entry's card.md (the leaderboard links each zoo bot to it).
 """
 
 from __future__ import annotations
