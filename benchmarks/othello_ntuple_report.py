@@ -1,0 +1,188 @@
+"""The n-tuple report's figures and the zoo card of its best network (issue 67).
+
+Reads the training runs (benchmarks/othello_ntuple.py's run.json and checkpoint histories), the
+shape sweep lines and the evidence JSONs measured on the zoo file (commands on the card), then
+writes reports/othello-ntuple/{curve.json, curve.png} and zoo/othello/td-ntuple/card.{json,md}.
+
+    .venv/bin/python benchmarks/othello_ntuple_report.py --run data/othello-ntuple/league/run.json \
+        --curve "LABEL=data/othello-ntuple/selfplay-rect-2x3.history.json" --made made.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+REPORT = Path("reports/othello-ntuple")
+ZOO = Path("zoo/othello/td-ntuple")
+SPEC = "td:model={dir}/model.onnx"
+PUBLISHED = 0.96  # Jaśkowski 2014's best network in the online League: "nearly 96%" (abstract)
+
+
+def curve_of(history: dict, every: int) -> list[dict]:
+    """(games, League score, interval, CPU hours) at each curve point of a training history
+    (models.td.train records a point every `every` games, and one at the end)."""
+    scores, last = history.get("score_league", []), int(history["games"][-1])
+    return [
+        {
+            "games": min((i + 1) * every, last),
+            "score": scores[i],
+            "ci95": [history["league_low"][i], history["league_high"][i]],
+            "cpu_hours": history["cpu_hours"][i],
+        }
+        for i in range(len(scores))
+    ]
+
+
+def plot(curves: dict[str, list[dict]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    for name, rows in curves.items():
+        games = [r["games"] / 1e6 for r in rows]
+        hours = [r["cpu_hours"] for r in rows]
+        score = [r["score"] for r in rows]
+        low = [r["score"] - r["ci95"][0] for r in rows]
+        high = [r["ci95"][1] - r["score"] for r in rows]
+        axes[0].errorbar(games, score, yerr=[low, high], marker="o", ms=3, capsize=2, label=name)
+        axes[1].plot(hours, score, marker="o", ms=3, label=name)
+    for ax in axes:
+        ax.axhline(PUBLISHED, color="grey", ls="--", lw=1, label="Jaśkowski 2014, evolved: ~0.96")
+        ax.axhline(0.97, color="red", ls=":", lw=1, label="issue 67 floor: 0.97")
+        ax.set_ylim(0.3, 1.0)
+        ax.set_xlim(left=0)
+        ax.grid(alpha=0.3)
+    axes[0].set_xlabel("training games (millions)")
+    axes[1].set_xlabel("training CPU hours (one core)")
+    axes[0].set_ylabel("Othello League score at one ply (500 games, 95% CI)")
+    axes[0].legend(fontsize=8, loc="lower right")
+    fig.suptitle("Othello n-tuple networks: League score while training")
+    fig.tight_layout()
+    temp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(temp, dpi=110)
+    temp.replace(path)
+
+
+def evidence_item(name: str, data: dict, **fields) -> dict:
+    score = data["score"]
+    low, high = data.get("ci95") or [data["score_low"], data["score_high"]]
+    games = data["games"]
+    wdl = f"{data['wins']}-{data['draws']}-{data['losses']}"
+    return {
+        "figure": name,
+        "value": round(score, 4),
+        "interval": [round(low, 4), round(high, 4)],
+        "games": games,
+        "wins-draws-losses": wdl,
+        **fields,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", type=Path, required=True)
+    parser.add_argument(
+        "--curve", action="append", default=[], help="LABEL=HISTORY.json of another training run"
+    )
+    parser.add_argument("--made", type=Path, required=True, help="JSON: the card's `made`")
+    args = parser.parse_args(argv)
+    from models.zoo import file_entry, write_card
+
+    run = json.loads(args.run.read_text())
+    curves = {"the zoo network": curve_of(run["history"], 250_000)}
+    for item in args.curve:
+        label, path = item.split("=", 1)
+        curves[label] = curve_of(json.loads(Path(path).read_text()), 250_000)
+    REPORT.mkdir(parents=True, exist_ok=True)
+    (REPORT / "curve.json").write_text(json.dumps(curves, indent=2) + "\n")
+    plot(curves, REPORT / "curve.png")
+
+    evidence = ZOO / "evidence"
+    league = json.loads((evidence / "league-4000.json").read_text())
+    minimax = json.loads((evidence / "vs-minimax-d3.json").read_text())
+    search = json.loads((evidence / "alphabeta-ms20.json").read_text())
+    items = [
+        evidence_item(
+            "Othello League score at one ply (zoo file, this card's spec)",
+            league,
+            opponent="the League's weighted piece counter (Yoshioka et al. 1999) at one ply; both "
+            "sides play a uniformly random move with probability 0.1 on every move",
+            seeded_openings="none: the ε-random moves vary the games (League seed 0)",
+            sides_swapped="colours alternate game by game",
+            spec=SPEC,
+            file="evidence/league-4000.json",
+            floor=">= 0.97 over >= 1,000 games (issue 67 item 2)",
+            status="measured",
+            command="nice -n 10 .venv/bin/python benchmarks/othello_league.py "
+            '--candidate "td:model={dir}/model.onnx" --games 4000 --seed 0',
+        ),
+        evidence_item(
+            "against study 002's minimax at depth 3, one ply, no search (zoo file)",
+            minimax,
+            opponent="alphabeta:depth=3,results=flat: study 002's minimax "
+            "(tests/test_study_minimax.py)",
+            seeded_openings="4 random plies, scenario seeds from 1000",
+            sides_swapped="yes, every opening twice",
+            spec=SPEC,
+            file="evidence/vs-minimax-d3.json",
+            floor=">= 0.9 (issue 67 item 2)",
+            status="measured",
+            command='nice -n 10 .venv/bin/gridbots match othello "td:model={dir}/model.onnx" '
+            '"alphabeta:depth=3,results=flat" --games 400 --seed 1000 --opening 4 --json',
+        ),
+        evidence_item(
+            "inside alpha-beta at equal time: the network as leaf evaluation, 20 ms a move",
+            search,
+            opponent="alphabeta:ms=20 (the game's hand-written heuristic, same search core)",
+            seeded_openings="4 random plies, scenario seeds from 1000",
+            sides_swapped="yes, every opening twice",
+            spec="td:model={dir}/model.onnx,ms=20",
+            file="evidence/alphabeta-ms20.json",
+            floor=">= 0.7 over >= 200 games (issue 67 item 4)",
+            status="measured",
+            command='nice -n 10 .venv/bin/gridbots match othello "td:model={dir}/model.onnx,ms=20" '
+            '"alphabeta:ms=20" --games 200 --seed 1000 --opening 4 --json',
+        ),
+    ]
+    for item, floor in zip(items, (0.97, 0.9, 0.7), strict=True):
+        item["floor"] += ": met" if item["value"] >= floor else ": not met"
+    from agents.td_agent import read_network
+    from engine import load_game
+
+    params = run["params"]
+    network = read_network(ZOO / "model.onnx", load_game("othello"))[0]
+    lut = f"{network.lut.size:,}"
+    card = {
+        "schema": 1,
+        "game": "othello",
+        "name": "td-ntuple",
+        "title": "Othello n-tuple network (TD/SARSA, lines and corner blocks, 8 game stages)",
+        "spec": SPEC,
+        "model": "model.onnx",
+        "what": {
+            "family": "td (n-tuple network, agents/td_ntuple.py)",
+            "network": f"tuples {params['tuples']}: 11 tables shared over the 8 board symmetries, "
+            f"84 lookups, x {params['phases']} game stages (occupied cells * 8 // 65)"
+            + f", {lut} weights",
+            "output": "sigmoid: white's (seat 1's) win estimate; black plays 1 - v",
+            "search at play time": "none: one ply, greedy (the spec above); `,ms=20` or "
+            "`,depth=N` makes it the leaf evaluation of the shared alpha-beta core",
+        },
+        "made": json.loads(args.made.read_text()),
+        "files": [],
+        "evidence": items,
+    }
+    files = [("model.onnx", "n-tuple network (ONNX, float32 tables): what the spec plays")]
+    files += [(f"evidence/{p.name}", "evidence") for p in sorted(evidence.glob("*.json"))]
+    card["files"] = [file_entry(ZOO, path, role) for path, role in files]
+    write_card(ZOO, card, str(ZOO))
+    print(json.dumps({"curves": {k: v[-1] if v else None for k, v in curves.items()}}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
