@@ -10,11 +10,14 @@ of linear function approximation); either plays by the study's rules (seat 0 max
 1 - v). A TD step moves each looked-up weight by -rate * delta * dv/dsum, the gradient of
 (v - target)^2 / 2.
 
-The tuples are generic geometry over the board's rows and columns: straight lines (every row,
-column and diagonal of at least 4 cells) and corner blocks (3x3, and 2x5 both ways), kept one
-per orbit of the game's symmetries. On Othello that is 11 tuples, 88 lookups, 115k weights.
-A child's indices are the parent's plus the contributions of the cells that changed, so a move
-list costs a few table reads per successor.
+The tuples are generic geometry over the board's rows and columns, kept one per orbit of the
+game's symmetries: by default (`lines-corners`) straight lines (every row, column and diagonal
+of at least 4 cells) and corner blocks (3x3, and 2x5 both ways), on Othello 11 tuples, 84
+lookups, 115k weights; or systematic shapes (Jaśkowski 2014): every straight N-cell line
+(`straight-N`) or every RxC block (`rect-RxC`), joined with `+`. With `phases` > 1 each game
+stage (occupied cells * phases // (cells + 1)) has its own copy of the tables, as Othello
+programs since Logistello weigh patterns by stage. A child's indices are the parent's plus the
+contributions of the cells that changed, so a move list costs a few table reads per successor.
 """
 
 from __future__ import annotations
