@@ -251,7 +251,7 @@ def _run_lineage(run_id: str | None) -> dict[str, str]:
     )
     found["dvc_lock"] = tags.get("dvc.lock_sha256", found["dvc_lock"])
     if run.info.end_time and run.info.start_time:
-        found["training_hours"] = f"{(run.info.end_time - run.info.start_time) / 3.6e6:.3f}"
+        found["training_hours"] = f"{(run.info.end_time - run.info.start_time) / 3.6e6:.3g}"
     found["machine"] = tags.get("gridbots.worker", "not recorded")
     return found
 
