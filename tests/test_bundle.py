@@ -262,6 +262,7 @@ def zoo_bundle(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(BAD), ids=list(BAD))
 def test_a_bad_bundle_gets_one_line_and_exit_2_and_the_registry_is_untouched(
     case, zoo_bundle, tmp_path, tmp_path_factory, capsys

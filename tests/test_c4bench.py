@@ -140,6 +140,7 @@ def test_chunks_through_a_mapper_give_the_choices_of_one_agent():
     assert [job["seed"] for job in jobs] == [0, 1, 2, 3]
 
 
+@pytest.mark.slow
 def test_cli_rates_agents_and_refuses_bad_ones():
     def gridbots(*args):
         return subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True,

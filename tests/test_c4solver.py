@@ -96,6 +96,7 @@ def solver():
     return Connect4Solver()
 
 
+@pytest.mark.slow
 def test_matches_brute_force_on_endgames(solver):
     rng = np.random.default_rng(2024)
     checked = 0

@@ -23,6 +23,7 @@ def gridbots(*args: str, stdin: str | None = None, env: dict | None = None):
     )
 
 
+@pytest.mark.slow
 def test_games_json_lists_every_game_with_metadata():
     done = gridbots("games", "--json")
     assert done.returncode == 0, done.stderr
@@ -44,6 +45,7 @@ def test_encode_help_names_every_encoding():
     assert all(name in shown for name in ENCODINGS), shown
 
 
+@pytest.mark.slow
 def test_perft_prints_one_line_per_depth():
     done = gridbots("perft", "connect4", "--depth", "5")
     assert done.returncode == 0, done.stderr
@@ -52,11 +54,13 @@ def test_perft_prints_one_line_per_depth():
     assert othello.stdout.split() == ["1", "4", "2", "12", "3", "56", "4", "244"]
 
 
+@pytest.mark.slow
 def test_perft_from_a_history():
     done = gridbots("perft", "connect4", "--depth", "1", "--moves", "444444")
     assert done.stdout.strip() == "1 6"
 
 
+@pytest.mark.slow
 def test_bench_engine_json_keys():
     done = gridbots("bench", "engine", "connect4", "--seconds", "0.2", "--json")
     assert done.returncode == 0, done.stderr
@@ -66,6 +70,7 @@ def test_bench_engine_json_keys():
     assert 7 <= result["mean_length"] <= 42
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("game", ["connect4", "lazerbike", "sokoban", "pig", "othello"])
 def test_show_prints_boards_until_the_end(game):
     done = gridbots("show", game, "--seed", "3")
@@ -73,12 +78,14 @@ def test_show_prints_boards_until_the_end(game):
     assert "step 1:" in done.stdout and "returns:" in done.stdout
 
 
+@pytest.mark.slow
 def test_show_with_agents_per_seat():
     done = gridbots("show", "connect4", "--agents", "mcts:sims=50;random", "--seed", "1")
     assert done.returncode == 0, done.stderr
     assert "mcts:sims=50, random" in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
@@ -107,6 +114,7 @@ def test_bad_input_is_one_line_and_exit_code_2(args, fragment):
     assert fragment in lines[0]
 
 
+@pytest.mark.slow
 def test_second_call_loads_compiled_kernels_from_the_cache():
     gridbots("perft", "othello", "--depth", "2")
     again = gridbots("perft", "othello", "--depth", "2", env={"NUMBA_DEBUG_CACHE": "1"})
@@ -115,6 +123,7 @@ def test_second_call_loads_compiled_kernels_from_the_cache():
     assert "data loaded" in log and "data saved" not in log, log[-2000:]
 
 
+@pytest.mark.slow
 def test_solve_answers_each_line_and_flags_bad_ones():
     lines = (
         "2252576253462244111563365343671351441\n121212\n225257625346224411156336534367135144\n4x4\n"
@@ -137,6 +146,7 @@ def test_solve_refuses_other_games():
     assert done.returncode == 2 and "only connect4" in done.stderr
 
 
+@pytest.mark.slow
 def test_showcase_renders_games_and_plays_a_match():
     done = gridbots("showcase", "--games", "2", env={"COLUMNS": "80"})
     assert done.returncode == 0, done.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from numba import njit
 
 from agents.search import AlphaBeta
@@ -15,6 +16,7 @@ def scaled_heuristic(s, player, weights):
     return weights[0] * connect4_evaluate(s, player)
 
 
+@pytest.mark.slow
 def test_network_leaf_reads_its_weights_at_run_time():
     game = load_game("connect4")
     state = game.state_from_history(game.parse_moves("4453"))

@@ -178,6 +178,7 @@ def test_agent_options(name, options, capsys):
             assert getattr(agent, key) == known[key](value), (spec, key)
 
 
+@pytest.mark.slow
 @given(
     st.sampled_from(
         [

@@ -54,6 +54,7 @@ def test_bad_specs_are_refused():
         make("hps", load_game("connect4"))
 
 
+@pytest.mark.slow
 def test_playout_weighted_targets_and_a_cell_pooled_network(tmp_path):
     """value-planes' playout_weight blends each row's result with the portfolio's scripted
     playout from that position, seen from that row's side; pool=mean averages the cell

@@ -87,6 +87,7 @@ def test_connect4_won_by_keystrokes_with_hint_undo_and_bad_input(tmp_path):
     assert "replay: gridbots show connect4 --moves " in finish(child)
 
 
+@pytest.mark.slow
 def test_othello_illegal_move_reprompted_and_eof_prints_a_usable_history(tmp_path):
     child = spawn("play", "othello", "random", "--seed", "2", tmp_path=tmp_path)
     child.expect_exact("legal: c4 d3 e6 f5")

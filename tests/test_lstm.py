@@ -45,6 +45,7 @@ def trained(tmp_path_factory):
     return root, result, seen
 
 
+@pytest.mark.slow
 def test_learns_the_bots_moves_far_above_chance(trained):
     _, result, seen = trained
     m = result.metrics
@@ -77,6 +78,7 @@ def test_onnx_file_predicts_fresh_games(trained, tmp_path):
     assert (predicted[played] == truth[played]).mean() > 3 / 7
 
 
+@pytest.mark.slow
 def test_held_out_figures_are_the_exported_weights_after_an_early_stop(trained, tmp_path):
     """Early stopping keeps the best epoch's weights: the reported held-out accuracy must be
     what the exported ONNX file scores on the held-out games, not the last epoch's."""
@@ -98,6 +100,7 @@ def test_held_out_figures_are_the_exported_weights_after_an_early_stop(trained, 
     assert result.metrics["held_out_loss"] == pytest.approx(best, rel=1e-3)
 
 
+@pytest.mark.slow
 def test_mse_on_quantitative_inputs_exports_one_number_per_step(trained, tmp_path):
     c4 = load_game("connect4")
     arrays = enc.quantitative(load_dataset(trained[0] / "data", "sequences"), c4)

@@ -71,6 +71,7 @@ def stub(tmp_path_factory):
         yield root, data, outcome
 
 
+@pytest.mark.slow
 def test_experiments_are_tagged_to_open_on_training_runs(stub):
     from models.tracking import EXPERIMENT_KIND, client, experiment_id
 
@@ -203,6 +204,7 @@ def test_a_version_carries_its_network_play_spec_and_code_and_no_pickle(stub):
     assert not any("gridbots" in r for r in wanted)
 
 
+@pytest.mark.slow
 def test_a_version_is_a_pyfunc_bot_that_plays_like_the_registry_agent(stub, monkeypatch):
     from agents import make
     from models.registry import resolve

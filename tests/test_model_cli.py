@@ -39,6 +39,7 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
+@pytest.mark.slow
 def test_train_sweep_register_list_show_export_promote_and_play(sandbox, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     code, out, _ = run(

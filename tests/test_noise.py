@@ -51,6 +51,7 @@ def test_the_verbose_flag_reaches_the_children(monkeypatch, capsys):
     assert os.environ[noise.VERBOSE] == "1"  # what the stages `dvc repro` starts inherit
 
 
+@pytest.mark.slow
 def test_verbose_shows_tensorflow_loading():
     """(Quiet loading is checked on a real training stage: test_pipeline.)"""
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}

@@ -98,6 +98,7 @@ def _random(game, seed):
     return make("random", game, seed)
 
 
+@pytest.mark.slow
 def test_isolated_match_logs_faults_in_the_games_words(tmp_path):
     bot = tmp_path / "stubborn.py"
     bot.write_text("class Bot:\n    def step(self, state, player):\n        return 3\n")

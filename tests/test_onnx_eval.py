@@ -107,6 +107,7 @@ def test_depth_one_takes_the_centre_by_hand(connect4, value_path):
     assert not result.exact
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("history", [[], [3, 3], [0, 3, 1, 3, 2], [3, 2, 3, 2, 4, 2]])
 def test_values_match_the_numba_search_with_the_same_function(connect4, value_path, history):
     game = CenterConnect4()

@@ -79,6 +79,7 @@ def test_othello_positions_map_square_for_square():
     assert sorted(state.legal_actions()) == peer.legal_actions()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name, specs",
     [

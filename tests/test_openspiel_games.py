@@ -192,6 +192,7 @@ def test_bad_names_and_parameters_raise_openspiels_error(name, words):
         pyspiel.load_game(name)
 
 
+@pytest.mark.slow
 def test_nothing_loads_pyspiel_unless_asked():
     code = (
         "import sys, engine, agents, engine.match, engine.tournament;"

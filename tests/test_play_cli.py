@@ -34,6 +34,7 @@ def test_match_json_in_process():
     assert [bot["spec"] for bot in summary["bots"]] == ["mcts:sims=200", "random"]
 
 
+@pytest.mark.slow
 def test_isolated_match_with_a_file_bot(tmp_path):
     done = gridbots(
         "match", "connect4", GREEDY, "random", "--games", "4", "--isolated", "--move-ms", "2000",
@@ -50,6 +51,7 @@ def test_isolated_match_with_a_file_bot(tmp_path):
     assert len(rows) == 4 and rows["isolated"].all() and (tmp_path / "scores.png").exists()
 
 
+@pytest.mark.slow
 def test_tournament_prints_a_table_and_writes_files(tmp_path):
     done = gridbots(
         "tournament", "connect4", "random", "mcts:sims=50", "mcts:sims=200",

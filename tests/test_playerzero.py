@@ -38,6 +38,7 @@ def trained(tmp_path_factory):
     return result, arrays
 
 
+@pytest.mark.slow
 def test_training_exports_a_parity_checked_policy_value_model(trained):
     result, _ = trained
     report = json.loads((result.artifact.parent / "parity.json").read_text())
@@ -122,6 +123,7 @@ def test_agents_play_the_exported_file(trained):
         assert make(spec, game, seed=0).step(won) == 3, spec
 
 
+@pytest.mark.slow
 def test_warm_start_continues_from_saved_weights(trained, tmp_path):
     result, arrays = trained
     meta = {"encoding": "planes", "game": "connect4"}

@@ -93,6 +93,7 @@ def gate(version: str, games: int, seed: int = 0, name: str = NAME):
     return decision
 
 
+@pytest.mark.slow
 def test_the_trained_versions_are_what_the_gate_will_compare(registry):
     """The networks really differ: 1 and 3 agree and beat chance on fresh endgames, 2 is
     worse than chance (it learned the flipped labels)."""
@@ -115,6 +116,7 @@ def test_the_trained_versions_are_what_the_gate_will_compare(registry):
     assert accuracy["1"] > 0.5 > accuracy["2"] and accuracy["3"] == accuracy["1"]
 
 
+@pytest.mark.slow
 def test_gate_sequence_over_several_trained_versions(registry):
     from models.registry import describe
 

@@ -34,6 +34,7 @@ def test_the_five_games_are_registered():
     assert {"connect4", "othello", "lazerbike", "sokoban", "pig"} <= set(game_names())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("check", ALL_CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))
 @pytest.mark.parametrize(("spec", "scenario"), CONFIGS, ids=[f"{s}{sc or ''}" for s, sc in CONFIGS])
 @given(seed=st.integers(min_value=0, max_value=2**31 - 1))

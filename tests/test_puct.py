@@ -85,6 +85,7 @@ def test_chance_nodes_and_multi_action_turns(uniform):
     assert final.is_terminal()
 
 
+@pytest.mark.slow
 def test_batched_self_play_is_legal_and_deterministic(uniform):
     g = parse_game_spec("othello")
     settings = SelfPlaySettings(sims=16, parallel=3, temperature_plies=4, alpha=0.5)

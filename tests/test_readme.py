@@ -17,6 +17,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 FIRST_SCREEN = [
     "make demo",
@@ -58,6 +60,7 @@ def _get(url: str, seconds: float) -> int:
             time.sleep(1)
 
 
+@pytest.mark.slow
 def test_make_ui_serves_prefect_and_mlflow_on_localhost(tmp_path):
     """`make ui` = `gridbots ui`: both UIs answer on 127.0.0.1, Ctrl-C stops both."""
     prefect, mlflow = _free_port(), _free_port()

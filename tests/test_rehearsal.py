@@ -50,8 +50,11 @@ def test_the_projects_stages_come_in_dvcs_order():
                 if any(out == dep or dep.startswith(f"{out}/") for out in other["outs"]):
                     assert position[maker] < position[name], (maker, name)
     assert order[:5] == [
-        "zoo-import", "generate-connect4@randomized", "generate-connect4@battle",
-        "generate-connect4@imitation", "generate-connect4@selfplay",
+        "zoo-import",
+        "generate-connect4@randomized",
+        "generate-connect4@battle",
+        "generate-connect4@imitation",
+        "generate-connect4@selfplay",
     ]  # fmt: skip (as `dvc repro --dry` prints it)
     assert order[-3:] == ["playerzero@connect4", "playerzero@tactics", "report"]
 

@@ -61,6 +61,7 @@ def test_files_land_where_the_registry_and_pytest_look(generated):
         assert "# RULES:" in module_text and "REPLACE" in test_text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_generated_game_conforms(generated, kind):
     _, paths = generated

@@ -202,6 +202,7 @@ def test_history_and_context_on_one_move_rounds():
     assert decision_context(rounds, 1, False, -1, plies=True).tolist() == rounds.tolist()
 
 
+@pytest.mark.slow
 def test_trained_lstm_on_one_move_rounds_answers_the_move_just_played(tmp_path):
     """Copycat in the second seat answers the column seat 0 has just played: a move the
     study's folding never shows seat 1 before it acts. An every-seat LSTM trained on one-move

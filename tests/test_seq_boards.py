@@ -153,6 +153,7 @@ def test_one_seat_encoding_trains_the_every_seat_model_on_the_same_rows():
         enc.qualitative(sequences, game, seat=2)
 
 
+@pytest.mark.slow
 def test_a_conv_lstm_reads_each_board_as_planes_and_plays_from_its_export(tmp_path):
     """`conv` folds each step's board bits back into [H, W, seats] planes before the
     convolutions: a single bit of seat 1 at cell (row 2, column 5) must land at exactly that
@@ -249,6 +250,7 @@ def test_augmented_lazerbike_rounds_are_the_rounds_of_the_transformed_game(k):
     assert sorted(classes.tolist()) == [0, 1, 2, 3] and classes[0] == 0  # neutral stays
 
 
+@pytest.mark.slow
 def test_augment_trains_on_mirrored_views_and_refuses_what_it_cannot_move(tmp_path):
     """Connect 4's mirror: the batch transform moves each drawn row's move bits, boards and
     targets by the mirror's gathers and leaves the rest as stored; training with it exports."""

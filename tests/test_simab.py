@@ -124,6 +124,7 @@ def test_agrees_with_brute_force(spec):
                     assert action in state.legal_actions(me)
 
 
+@pytest.mark.slow
 def test_naive_evaluation_sees_only_results_within_the_horizon():
     """`eval=naive` (study 000's Lazerbike opponent) is brute-force max-min with every unfinished
     leaf worth zero: it still dodges the wall it would hit, but the cut-off that wins territory

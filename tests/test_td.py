@@ -316,6 +316,7 @@ def test_ntuple_geometry_covers_the_board_once_per_orbit(othello):
     assert tuple(range(8)) in rows and tuple(range(56, 64)) in rows  # row 1 and row 8 share
 
 
+@pytest.mark.slow
 def test_ntuple_values_match_numpy_and_the_board_s_symmetries(othello, ntuple_trained):
     _, net = ntuple_trained
     assert np.abs(net.lut).max() > 0  # really trained
@@ -398,6 +399,7 @@ def test_network_leaf_inside_the_core_is_plain_minimax_over_the_network(othello,
         assert searched[2].step(state) == best
 
 
+@pytest.mark.slow
 def test_ntuple_leaf_inside_the_core_matches_its_one_ply_play(othello, ntuple_trained):
     result, _ = ntuple_trained
     one_ply = make(f"td:model={result.artifact}", othello)

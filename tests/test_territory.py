@@ -268,6 +268,7 @@ def test_png_render_draws_a_picture(tmp_path):
     assert image.shape[0] > 200 and reds > 1000  # red's 19 tiles are on it
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "spec", ["mcts:sims=30", "alphabeta:depth=1", "heuristic", "heuristic:policy=greedy"]
 )
@@ -279,6 +280,7 @@ def test_search_agents_play_it_unchanged_and_beat_random(spec):
     assert result.games == 4 and result.score >= 0.5
 
 
+@pytest.mark.slow
 def test_gridbots_show_draws_territory_hexes_and_refuses_bad_presets():
     import subprocess
     import sys

@@ -40,6 +40,7 @@ def connect4():
     return _run("connect4", x=3, y=2)
 
 
+@pytest.mark.slow
 def test_enumeration_counts_are_perft_numbers(connect4):
     game, tables, shards = connect4
     start = game.new_initial_state().array
@@ -100,6 +101,7 @@ def test_search_play_never_misses_a_win_or_a_forced_block(connect4):
     assert checked > 20
 
 
+@pytest.mark.slow
 def test_simultaneous_game_records_each_living_player():
     game, tables, shards = _run("lazerbike", x=1, y=1)
     assert len(shards) == 9  # 3 x 3 joint moves from the start
@@ -116,6 +118,7 @@ def test_simultaneous_game_records_each_living_player():
     assert all(games[p["game_id"]]["returns"][p["player"]] == p["outcome"] for p in rows)
 
 
+@pytest.mark.slow
 def test_game_without_heuristic_uses_playouts_and_skips_chance_nodes():
     game, tables, _ = _run("pig:target=6", x=3, y=1, z=2)
     for pos in tables["positions"]:

@@ -84,6 +84,7 @@ def test_clean_dataset_passes_with_json_and_data_docs(datasets, tmp_path, capsys
     assert (data / "validation" / "data_docs" / "index.html").is_file()
 
 
+@pytest.mark.slow
 def test_a_relative_folder_validates_with_its_data_docs(datasets, tmp_path, monkeypatch):
     """`gridbots validate data/x` from the project root: great_expectations' Data Docs store
     raised ValueError (a traceback) on a relative folder."""

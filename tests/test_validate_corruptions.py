@@ -291,6 +291,7 @@ def key_of(suite: str, kwargs: dict) -> str:
     return str(found or [kwargs.get("column_A"), kwargs.get("column_B")])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("expectation", sorted(CASES), ids="{0[0]}:{0[1]}".format)
 def test_each_corruption_fails_exactly_its_expectation(dataset, tmp_path, expectation):
     suite, _ = expectation

@@ -43,6 +43,7 @@ def networks(tmp_path_factory):
     return game, files, root / "data"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_the_loop_computes_what_onnxruntime_computes(networks, shape):
     game, files, _ = networks
@@ -55,6 +56,7 @@ def test_the_loop_computes_what_onnxruntime_computes(networks, shape):
     # one unit a side stands moves least), by far more than the parity bound
 
 
+@pytest.mark.slow
 def test_a_search_with_the_loop_leaf_equals_the_batched_search(networks):
     game, files, _ = networks
     path = files["encoder-mean"]

@@ -105,6 +105,7 @@ def trained(tmp_path_factory):
     return rows, result
 
 
+@pytest.mark.slow
 def test_endgame_labels_are_true(trained):
     rows, _ = trained
     solver = Connect4Solver()
@@ -139,6 +140,7 @@ def test_onnx_on_fresh_positions_through_the_agent_encoder(trained):
     assert ((probability > 0.5) == truth).mean() >= 0.75
 
 
+@pytest.mark.slow
 def test_every_grid_size_trains():
     keras = keras_seeded(0)
     x = np.random.default_rng(0).integers(0, 2, (64, 84)).astype(np.float32)
@@ -200,6 +202,7 @@ def test_wrong_encoding_and_bad_params_are_model_errors(tmp_path):
         value_mlp.train(arrays, meta, {"relate": 4}, tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["connect4", "lazerbike", "othello"])
 def test_agent_encoder_equals_the_dataset_encoder(spec, tmp_path):
     generate_dataset(tmp_path, spec, "randomized", {"x": 12, "y": 2}, seed=4)
@@ -242,6 +245,7 @@ def test_row_batches_visit_each_chosen_row_once_an_epoch_and_reshuffle():
     assert in_order.tolist() == np.flatnonzero(~chosen).tolist()
 
 
+@pytest.mark.slow
 def test_a_thread_drawing_from_global_random_changes_nothing(tmp_path):
     """The same seed gives the same network while another thread draws from Python's global
     `random` (as Prefect's and MLflow's clients do in a stage): Keras draws its default seeds
