@@ -225,7 +225,10 @@ def log_bot(files: list[Path], spec: str, game: str, label: str, input_example: 
             import pandas as pd
 
             example = pd.DataFrame([{"game": game, "history": ""}])
-        saved = list(sys.path)
+        # MLflow imports the code copy to check the input example: written bytecode would be
+        # logged with it (a `__pycache__` of this interpreter in every version)
+        saved, writes_bytecode = list(sys.path), sys.dont_write_bytecode
+        sys.dont_write_bytecode = True
         try:
             with warnings.catch_warnings():  # "add type hints to predict": see BotModel.predict
                 warnings.filterwarnings("ignore", TYPE_HINT_WARNING, UserWarning)
@@ -241,3 +244,4 @@ def log_bot(files: list[Path], spec: str, game: str, label: str, input_example: 
                 )
         finally:
             sys.path[:] = saved
+            sys.dont_write_bytecode = writes_bytecode
