@@ -68,7 +68,13 @@ def stub(tmp_path_factory):
     with mlflow_sandbox(root, tmp_path_factory.getbasetemp()):
         data = make_dataset(root / "counts.npz", encoding="board-onehot", manifest_hash="c0ffee")
         outcome = train(data, "stub", {"center": "true"}, register=True)
-        yield root, data, outcome
+        # the version as logged, before any test loads it: a load from this local store may
+        # write the loading interpreter's caches beside the code it imports, as Python does
+        import mlflow
+
+        logged = Path(mlflow.artifacts.download_artifacts("models:/connect4-stub/1"))
+        caches = sorted(p.relative_to(logged) for p in logged.rglob("__pycache__"))
+        yield root, data, outcome, caches
 
 
 @pytest.mark.slow
@@ -102,7 +108,7 @@ def test_gridbots_ui_links_each_experiment_in_the_training_view(stub, tmp_path):
 def test_a_training_run_logs_its_encoded_file_as_an_input(stub):
     from models.tracking import client, file_hash
 
-    _, data, outcome = stub
+    _, data, outcome, _ = stub
     inputs = client().get_run(outcome.best.run_id).inputs.dataset_inputs
     assert len(inputs) == 1  # the stand-in's file names no source folder
     found = inputs[0]
@@ -197,7 +203,7 @@ def test_a_version_carries_its_network_play_spec_and_code_and_no_pickle(stub):
     assert (folder / "artifacts/network/model.onnx").read_bytes() == network.read_bytes()
     assert {p.name for p in (folder / "code").iterdir()} == {"engine", "agents", "features",
                                                              "models"}  # fmt: skip
-    assert not list((folder / "code").rglob("__pycache__"))
+    assert stub[3] == []  # no interpreter cache logged with the code
     wanted = (folder / "requirements.txt").read_text().split()
     assert any(r.startswith("numba==") for r in wanted)
     assert any(r.startswith("onnxruntime") for r in wanted)
