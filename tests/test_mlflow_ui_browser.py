@@ -10,35 +10,17 @@ GRIDBOTS_SCREENSHOTS=DIR keeps the view as DIR/mlflow-training-runs.png (64 colo
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
-from optional import require_module, require_program
+from browser import chromium, free_port, shot, stop_group
 from test_tracking import make_dataset, mlflow_sandbox
 
-CHROMIUM = os.environ.get("GRIDBOTS_CHROMIUM") or require_program(
-    ("chromium", "chromium-browser"), "apt-get install -y chromium", module_level=True
-)
-playwright_api = require_module(
-    "playwright.sync_api", "pip install -c constraints.txt playwright", module_level=True
-)
-SHOTS = os.environ.get("GRIDBOTS_SCREENSHOTS")  # resolved now: the fixtures change folder
-SHOTS = Path(SHOTS).resolve() if SHOTS else None
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::UserWarning")]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +34,7 @@ def mlflow_ui(tmp_path_factory):
         data = make_dataset(folder / "counts.npz", "board-onehot", manifest_hash="c0ffee")
         outcome = train(data, "stub", {"center": "true"}, sweep=["width=1,3"], register=True)
         names = [client().get_run(r.run_id).info.run_name for r in outcome.runs]
-        port = _free_port()
+        port = free_port()
         command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri",
                    os.environ["MLFLOW_TRACKING_URI"], "--host", "127.0.0.1", "--port", str(port),
                    "--workers", "1"]  # fmt: skip
@@ -74,37 +56,14 @@ def mlflow_ui(tmp_path_factory):
                     time.sleep(0.5)
             yield url, outcome.experiment_id, names
         finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(server.pid, signal.SIGTERM)
-            try:
-                server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
-                server.wait()
+            stop_group(server, 20)
             log.close()
 
 
 @pytest.fixture(scope="module")
 def page(mlflow_ui):
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield browser.new_page(viewport={"width": 1280, "height": 720})
-        finally:
-            browser.close()
-
-
-def _shot(page, name: str) -> None:
-    """The page as GRIDBOTS_SCREENSHOTS/name, in 64 colours (the README's are kept in git)."""
-    if SHOTS is None:
-        return
-    from PIL import Image
-
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    path = SHOTS / name
-    page.screenshot(path=str(path))
-    image = Image.open(path).convert("RGB")
-    image.quantize(colors=64, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
+    with chromium() as browser:
+        yield browser.new_page(viewport={"width": 1280, "height": 720})
 
 
 def test_the_game_experiment_opens_on_its_training_runs(mlflow_ui, page):
@@ -124,4 +83,4 @@ def test_the_game_experiment_opens_on_its_training_runs(mlflow_ui, page):
     sweep.locator("button").first.click()  # its nested runs, one a configuration
     for name in names:
         page.get_by_text(name, exact=True).first.wait_for(timeout=30_000)
-    _shot(page, "mlflow-training-runs.png")
+    shot(page, "mlflow-training-runs.png")

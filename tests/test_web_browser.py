@@ -13,8 +13,6 @@ small PNGs): `make screenshots` writes the README's into docs/screenshots.
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,33 +20,14 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from optional import require_module, require_program
+from browser import chromium, free_port, shot, stop_group
 from test_tracking import mlflow_sandbox
 from test_web_registry import registered_hmm
 
 from engine import load_game
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-# Outside CI a missing browser skips this module with one line; under CI=true it fails the run
-CHROMIUM = os.environ.get("GRIDBOTS_CHROMIUM") or require_program(
-    ("chromium", "chromium-browser"), "apt-get install -y chromium", module_level=True
-)
-playwright_api = require_module(
-    "playwright.sync_api", "pip install -c constraints.txt playwright", module_level=True
-)
-SHOTS = os.environ.get("GRIDBOTS_SCREENSHOTS")  # resolved now: the fixtures change folder
-SHOTS = Path(SHOTS).resolve() if SHOTS else None
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 BOT = "registry:connect4-hmm@web"
 
 
@@ -63,7 +42,7 @@ def server(tmp_path_factory):
 
 
 def _serve(folder: Path):
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the sandbox's MLFLOW_TRACKING_URI
     command = [sys.executable, "-m", "flows.cli", "web", "--port", str(port), "--ms", "200",
                "--root", str(folder), "--mlflow-url", "http://127.0.0.1:5000"]  # fmt: skip
@@ -83,41 +62,19 @@ def _serve(folder: Path):
                 time.sleep(0.1)
         yield url
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        stop_group(process, 10)
         log.close()
 
 
 @pytest.fixture(scope="module")
 def browser():
-    with playwright_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield launched
-        finally:
-            launched.close()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture(scope="module")
 def page(browser):
     return browser.new_page(viewport={"width": 390, "height": 844})  # a phone's width
-
-
-def _shot(page, name: str) -> None:
-    """The page as GRIDBOTS_SCREENSHOTS/name, in 64 colours (the README's are kept in git)."""
-    if SHOTS is None:
-        return
-    from PIL import Image
-
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    path = SHOTS / name
-    page.screenshot(path=str(path), full_page=True)
-    image = Image.open(path).convert("RGB")
-    image.quantize(colors=64, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
 
 
 def test_a_full_connect4_game_by_clicking_against_a_bot(server, page):
@@ -139,7 +96,7 @@ def test_a_full_connect4_game_by_clicking_against_a_bot(server, page):
             shares = [t for t in page.locator("#grid .cell .label").all_inner_texts() if t]
             assert len(shares) == 7 and all(t.endswith("%") for t in shares)  # one per column
             assert "connect4-hmm@web" in page.locator("#summary").inner_text()
-            _shot(page, "web-play.png")
+            shot(page, "web-play.png", full_page=True)
         assert clicks <= 21
     result = page.locator("#result").inner_text()
     assert result in ("you win", "you lose", "draw")
@@ -217,7 +174,7 @@ def test_the_leaderboard_shows_the_registered_model_and_its_tournament(server, b
     rows = page.locator("#tournaments table.tournament tbody tr")
     assert rows.count() == 3  # the HMM and the two baselines it played
     assert "connect4-hmm v1" in page.locator("#tournaments").inner_text()
-    _shot(page, "web-leaderboard.png")
+    shot(page, "web-leaderboard.png", full_page=True)
     page.close()
 
 
@@ -303,7 +260,7 @@ def test_tactics_turns_are_played_on_the_board_with_the_cell_menu(server, page):
     assert page.locator("#analysis tbody tr").count() >= 1  # what MCTS weighed for its move
     assert page.locator("#grid .cell .heat").count() >= 1  # ... tinted over the board
     crowded.first.click()
-    _shot(page, "web-tactics.png")
+    shot(page, "web-tactics.png", full_page=True)
     choice = page.locator("#menu button").first  # a card (or End Turn) from the cell's menu
     chosen = choice.inner_text().removeprefix("end turn (").removesuffix(")")
     mine_before = len([1 for _, by in _history(page) if by == "you"])
@@ -333,7 +290,7 @@ def test_a_territory_move_is_picked_by_tile_then_target_then_count(server, page)
     assert home.locator(".count").inner_text() == "2"
     home.click()
     page.locator("#grid .cell.target[data-row='0'][data-col='1']").click()
-    _shot(page, "web-territory.png")
+    shot(page, "web-territory.png", full_page=True)
     menu = page.locator("#menu button").all_inner_texts()  # 1 or 2 troops to (0,1)
     assert menu == ["(0,0)->(0,1) x1", "(0,0)->(0,1) x2", "cancel (Esc)"]
     page.locator("#menu button", has_text="x2").click()
