@@ -131,7 +131,7 @@ def _imported_card(run_id: str | None, staging: Path) -> dict[str, Any] | None:
         return None
     import mlflow
 
-    from models.tracking import client as tracking_client
+    from models.mlflow_store import client as tracking_client
 
     client = tracking_client()
     names = {a.path for a in client.list_artifacts(run_id, "bundle")}
@@ -239,7 +239,7 @@ def _card_from_tags(
 def _run_lineage(run_id: str | None) -> dict[str, str]:
     """Commit, dvc.lock hash (the tags every stage's run carries), training hours and host of
     a version's run; "not recorded" where the run does not say."""
-    from models.tracking import client as tracking_client
+    from models.mlflow_store import client as tracking_client
 
     found = {"commit": "not recorded", "dvc_lock": "not recorded", "training_hours": "not recorded"}
     if not run_id:
@@ -323,7 +323,7 @@ def _check_game(card: zoo.Card) -> None:
     """The card's game exists, the model is what its kind says (a `.json` model is a gridbots
     HMM: the registry plays it as one), and a model that names its game names the card's."""
     from engine import parse_game_spec
-    from models.tracking import read_onnx
+    from models.mlflow_store import read_onnx
 
     parse_game_spec(card.game)  # GameError naming the known games otherwise
     meta: dict[str, Any] = {}
@@ -357,8 +357,8 @@ def import_bundle(folder: Path, name: str | None = None, production: bool = Fals
     """Checks the bundle, then registers it as a new version; returns {name, version, ...}."""
     checked = check(folder)
     wanted, family = registry_name(checked, name)
+    from models.mlflow_store import client as tracking_client
     from models.registry import PRODUCTION
-    from models.tracking import client as tracking_client
 
     client = tracking_client()
     if production:
@@ -393,8 +393,8 @@ def _register(checked: Checked, name: str, family: str, client: Any) -> str:
     import mlflow
 
     from models.base import TrainingResult
+    from models.mlflow_store import TrainedRun, experiment_id, log_artifact
     from models.registry import register_run
-    from models.tracking import TrainedRun, experiment_id, log_artifact
 
     manifest, card = checked.manifest, checked.card
     source = manifest["source"]
@@ -497,8 +497,8 @@ def import_zoo_entry(folder: Path) -> dict[str, Any]:
     as the name's first production version when it has none, else as a version the gate may
     promote. An entry whose card.json is already a version (tag `card.sha256`) is left alone.
     Returns {entry, name, version, card.sha256, imported (False: already there)}."""
+    from models.mlflow_store import client as tracking_client
     from models.registry import PRODUCTION
-    from models.tracking import client as tracking_client
 
     card = zoo.load(Path(folder))
     card_hash = sha256(card.folder / zoo.CARD_JSON)

@@ -58,7 +58,7 @@ def check_file(path: Path) -> str:
     if head.startswith(PICKLE_STARTS):
         raise ModelError(f"{path}: looks like a pickle; bots travel as ONNX, JSON or CRFsuite")
     if fmt == "onnx":
-        from models.tracking import read_onnx
+        from models.mlflow_store import read_onnx
 
         read_onnx(path)  # ModelError "corrupt ONNX file …" otherwise
     elif fmt == "json":

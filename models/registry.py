@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from models.base import ARTIFACT_KINDS, ModelError
+from models.mlflow_store import TrainedRun, sidecars, tracking_uri
+from models.mlflow_store import client as store_client
 
 PRODUCTION = "production"
 DEFAULT_BASELINE = "random:guards=win+block"
@@ -41,9 +43,7 @@ def model_name(game: str, family_name: str) -> str:
 
 
 def _client():
-    from models.tracking import client
-
-    return client()
+    return store_client()
 
 
 def _missing(error: Exception) -> bool:
@@ -52,12 +52,10 @@ def _missing(error: Exception) -> bool:
 
 
 # ---- registration ------------------------------------------------------------------------------
-def _network_files(run: Any, scratch: Path) -> list[Path]:
+def _network_files(run: TrainedRun, scratch: Path) -> list[Path]:
     """The run's model file, then its sidecars: the trained file where it still is, else the
     copy logged at `run.model_uri` (a training's scratch folder is gone by registration)."""
     import mlflow
-
-    from models.tracking import sidecars
 
     result = run.result
     local = Path(result.artifact)
@@ -70,7 +68,7 @@ def _network_files(run: Any, scratch: Path) -> list[Path]:
     return [found[0], *sorted(found[0].parent.glob(f"{found[0].name}.*"))]
 
 
-def log_bot(run: Any, client: Any, play_spec: str | None = None) -> Any:
+def log_bot(run: TrainedRun, client: Any, play_spec: str | None = None) -> Any:
     """Logs the run's bot as an MLflow pyfunc model (models.pyfunc_bot) into the run, which
     keeps its status (a PlayerZero generation stays RUNNING while its loop works on it);
     `play_spec`: how the bot plays (models.play_spec), its artifact kind's default if None."""
@@ -97,8 +95,8 @@ def log_bot(run: Any, client: Any, play_spec: str | None = None) -> Any:
         return info
 
 
-def register_run(run: Any, client: Any = None, play_spec: str | None = None) -> str:
-    """Registers a tracking.TrainedRun's bot as a new version; returns the version number.
+def register_run(run: TrainedRun, client: Any = None, play_spec: str | None = None) -> str:
+    """Registers a TrainedRun's bot as a new version; returns the version number.
 
     The version is the bot as an MLflow pyfunc model (positions in, moves out: `mlflow models
     serve` deploys it); the network's own model stays at `run.model_uri`, named by the tag
@@ -210,8 +208,6 @@ def cache_root() -> Path:
 def download(version: Any) -> tuple[Path, str]:
     """(artifact file, kind) of a version, fetched once into the cache (raw files only)."""
     import mlflow
-
-    from models.tracking import tracking_uri
 
     key = f"{tracking_uri()}|{version.name}|{version.version}|{version.source}"
     folder = (
@@ -378,8 +374,6 @@ def production_bots(game: str) -> list[dict[str, Any]]:
     rests on a zoo card before one whose gate evidence is only against the baseline's chain,
     then the higher floor (`strength`), the name last. Empty where no registry exists yet: a
     SQLite store that is not there is not created."""
-    from models.tracking import tracking_uri
-
     uri = tracking_uri()
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///") :]).is_file():
         return []

@@ -30,7 +30,7 @@ from models.play_spec import INNER_SPECS  # noqa: F401  (tests stub a kind's age
 def _checked_onnx(path: str, stamp: float) -> None:
     """Refuses a corrupt ONNX file with one clear line (cached per file and mtime)."""
     from models.base import ModelError
-    from models.tracking import read_onnx
+    from models.mlflow_store import read_onnx
 
     try:
         read_onnx(Path(path))
@@ -45,8 +45,8 @@ _FETCHED: dict[tuple[str, str, str], tuple[Path, str, dict[str, str]]] = {}
 def fetch(reference: str) -> tuple[Path, str, dict[str, str]]:
     """(local artifact file, kind, version tags) of `NAME@ALIAS` or `NAME/VERSION`."""
     from models.base import ModelError
+    from models.mlflow_store import tracking_uri
     from models.registry import download, resolve, split_ref
-    from models.tracking import tracking_uri
 
     try:
         name, alias, version = split_ref(reference)
