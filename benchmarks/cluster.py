@@ -1,4 +1,4 @@
-"""Generation on a real gridbots cluster (flows/cluster.py): 2 workers vs 1, the per-task
+"""Generation on a real gridbots cluster (flows/cluster/local.py): 2 workers vs 1, the per-task
 scheduling overhead, and a projection of the full profile's generation stages on 8 and 64 cores.
 
 One run, on one machine: `gridbots cluster up` (Prefect server, MLflow server, Dask scheduler, 2
@@ -42,7 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.neat_generation import yardstick  # noqa: E402
-from flows import cluster  # noqa: E402
+from flows.cluster import local as cluster  # noqa: E402
 
 
 def _params(dataset: dict) -> dict:
@@ -57,7 +57,7 @@ def _params(dataset: dict) -> dict:
 def run_stage(root: Path, technique: str, options: dict, seed: int = 0) -> dict:
     """The pipeline's generate flow on the cluster (GRIDBOTS_DASK_ADDRESS); wall and shards."""
     from features import store
-    from flows.stages.generate import generate_flow
+    from flows.pipeline.stages.generate import generate_flow
 
     dataset = {"technique": technique, "seed": seed, "options": options}
     started = time.perf_counter()

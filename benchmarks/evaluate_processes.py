@@ -1,4 +1,4 @@
-"""The evaluate stage's fan-out in threads against spawned processes (flows.stage_io).
+"""The evaluate stage's fan-out in threads against spawned processes (flows.pipeline.stage_io).
 
 Plays the same tournament jobs (models.arena.play_job, what the evaluate stage hands to its
 tasks) through a pool of `--workers` threads, as the stage did before `local_processes`, and

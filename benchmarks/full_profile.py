@@ -57,7 +57,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from flows.params import scaled_profile  # noqa: E402
+from flows.pipeline.params import scaled_profile  # noqa: E402
 
 BIN = Path(sys.executable).parent
 WORKERS = (1, 2, 8, 64)
@@ -75,7 +75,7 @@ def run_profile(params: dict[str, Any], work: Path, label: str) -> dict[str, Any
     from rich.console import Console
     from rich.progress import Progress
 
-    from flows.stage_host import start_host
+    from flows.pipeline.host import start_host
 
     root = work / label
     if root.exists():  # a run stopped midway: its stages' seconds were not kept

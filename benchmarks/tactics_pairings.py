@@ -24,7 +24,7 @@ import numpy as np
 def _block(args: tuple) -> list[dict]:
     game_spec, spec_a, spec_b, first, count, queue, workers = args
     from agents import make
-    from agents.onnx_runtime import share_cores
+    from agents.onnx.runtime import share_cores
     from engine import parse_game_spec
     from engine.tournament import MatchConfig, play_pairing
 
@@ -69,7 +69,7 @@ def play(game_spec: str, spec_a: str, spec_b: str, scenarios: int, seed: int, wo
 
     from engine import parse_game_spec
     from engine.tournament import summarize_pairing
-    from flows.tournament_output import write_outputs
+    from flows.reports.tournament import write_outputs
 
     game = parse_game_spec(game_spec)
     per = -(-scenarios // workers)

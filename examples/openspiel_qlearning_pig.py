@@ -35,10 +35,10 @@ from rich.progress import Progress
 
 import engine.openspiel_games  # noqa: F401  (registers gridbots_pig)
 from agents import make
-from agents.openspiel_agent import BotAgent
+from agents.openspiel.agent import BotAgent
 from engine.files import write_json
 from engine.tournament import MatchConfig, run_tournament
-from flows.tournament_output import pairing_table, write_outputs
+from flows.reports.tournament import pairing_table, write_outputs
 
 LEARNED = "qlearning"  # the learned policy's name in the tournament
 

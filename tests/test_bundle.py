@@ -15,14 +15,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from flows.entry import main
 from test_tracking import mlflow_sandbox
 from test_web_registry import registered_hmm
 
 from agents import make
-from agents.puct import DEFAULT_SIMS
+from agents.puct.agent import DEFAULT_SIMS
 from engine import parse_game_spec
 from engine.match import random_states
-from flows.cli import main
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*noload.*")
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,12 +9,12 @@ the showcase in test_cli.
 from __future__ import annotations
 
 import pytest
+from flows.entry import main
 
 from agents import make
 from engine import load_game
 from engine.tournament import MatchConfig, play_pairing, summarize_pairing
-from flows.cli import main
-from flows.tournament_output import pairing_table
+from flows.reports.tournament import pairing_table
 
 WIDTH = 80
 LONG = "alphabeta:depth=4,eval=onnx:/home/someone/gridbots/exports/connect4/value_mlp/model.onnx"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from flows import cluster
+from flows.cluster import local as cluster
 
 pytestmark = pytest.mark.slow  # a real cluster of processes
 REPO = Path(__file__).resolve().parents[1]
@@ -230,7 +230,7 @@ def test_a_sweep_is_cluster_tasks_and_a_worker_killed_mid_run_leaves_no_run_runn
     root, _state_dir, state = live
     from mlflow import MlflowClient
 
-    from flows.cli import main
+    from flows.entry import main
 
     battle, encoded = root / "battle", root / "encoded/connect4/qualitative.npz"
     assert main(["generate", "connect4", "battle", "--out", str(battle), "--games", "30",
@@ -272,7 +272,7 @@ def test_a_sweep_is_cluster_tasks_and_a_worker_killed_mid_run_leaves_no_run_runn
 
 
 #: generation 1 of a toy PlayerZero loop: PUCT self-play with a network given by path (one
-#: that knows nothing, agents.pv_net.write_uniform_network) and its arena against plain MCTS
+#: that knows nothing, agents.puct.pv_net.write_uniform_network) and its arena against plain MCTS
 PLAYERZERO = {
     "spec": "connect4", "seed": 0, "workers": 1, "networks": [1],
     "first": {"agent": "mcts:sims=30", "games": 8, "shard_size": 4},
@@ -282,15 +282,15 @@ PLAYERZERO = {
     "solved": str(REPO / "agents" / "data" / "connect4_solved_positions.txt"),
     "evaluate": {"sims": 8, "positions": 24, "chunk": 10},  # PUCT's rate: three cluster tasks
 }  # fmt: skip
-#: the stage's own steps (flows/stages/playerzero.py, models/playerzero_loop.py) in a flow run
+#: the stage's own steps (pipeline/stages/playerzero.py, models/playerzero_loop.py) in a flow run
 #: like the stage's: on the cluster's task runner when the environment names the cluster
 PLAYERZERO_FLOW = """
 import json, sys
 from pathlib import Path
 from prefect import flow
 from engine import parse_game_spec
-from flows.stage_io import fan_out, run_flow
-from flows.stages.playerzero import self_play_task
+from flows.pipeline.stage_io import fan_out, run_flow
+from flows.pipeline.stages.playerzero import self_play_task
 from models import playerzero_loop as loop
 
 @flow(name="playerzero-generation")
@@ -308,7 +308,7 @@ print(json.dumps(run_flow(generation, {}, None, *json.loads(sys.argv[1]))))
 
 def test_a_playerzero_generation_is_cluster_tasks_with_the_results_of_one_process(live):
     root, state_dir, state = live
-    from agents.pv_net import write_uniform_network
+    from agents.puct.pv_net import write_uniform_network
     from engine import parse_game_spec
     from models import playerzero_loop as loop
 
@@ -359,8 +359,8 @@ TD_GRID = {"games": 20, "eval_games": 2, "opponent": "alphabeta:depth=1,results=
 
 def _td_reference(root: Path) -> dict[str, dict]:
     """Each configuration trained and measured in this process (no Prefect, no Dask)."""
-    from flows.stages.td import grid_configs
-    from flows.td_jobs import job
+    from flows.pipeline.stages.td import grid_configs
+    from flows.pipeline.td_jobs import job
     from models.td_matches import train_and_measure
 
     out = {}

@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from engine.noise import TELEMETRY_OFF
-from flows.stage_host import start_host, wait_ready
+from flows.pipeline.host import start_host, wait_ready
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -251,7 +251,7 @@ def test_repro_killed_resumes_then_does_nothing_then_only_what_changed(repo):
     promoted = json.loads((root / "promotion" / "sokoban.json").read_text())["families"]
     assert promoted["hmm"]["model"] == "sokoban-hmm"
     assert "## sokoban" in report and "laps vs reference" in report
-    # study14: study 000's tables (flows/study000.py), naming the profile that produced them
+    # study14: study 000's tables (flows/reports/study000.py), naming the profile that produced them
     study000 = (root / "reports" / "pipeline" / "study-000.md").read_text()
     assert "**default** profile" in study000 and "| HMM (not played) | random |" in study000
     lock = yaml.safe_load((root / "dvc.lock").read_text())

@@ -9,8 +9,8 @@ import subprocess
 import pytest
 import yaml
 
-from flows import dependencies
-from flows.dependencies import ROOT, closure, missing_deps, stage_roots, stages
+from flows.pipeline import dependencies
+from flows.pipeline.dependencies import ROOT, closure, missing_deps, stage_roots, stages
 
 STAGES = stages()
 
@@ -53,19 +53,19 @@ def test_deps_that_are_source_exist(name):
 
 
 def test_the_closure_follows_lazy_and_named_imports():
-    files = {p.relative_to(ROOT).as_posix() for p in closure(["flows.stages.generate"])}
+    files = {p.relative_to(ROOT).as_posix() for p in closure(["flows.pipeline.stages.generate"])}
     # store and techniques are imported inside functions; agents by name in agents.base;
     # games by engine.registry's discovery of its package
     assert "features/store.py" in files
     battle = {p.relative_to(ROOT).as_posix() for p in closure(["features.generate.battle"])}
-    assert {"agents/mcts.py", "agents/search.py", "engine/games/othello.py"} <= battle
+    assert {"agents/search/mcts.py", "agents/search/core.py", "engine/games/othello.py"} <= battle
     assert not any(f.startswith("models/") for f in files)  # generation trains nothing
 
 
 def test_a_missing_dep_is_caught():
     stage = dict(STAGES["encode-connect4@qualitative"])
-    stage["deps"] = [d for d in stage["deps"] if d != "agents"]
-    assert "agents/sequence_codec.py" in missing_deps("encode-connect4@qualitative", stage)
+    stage["deps"] = [d for d in stage["deps"] if d != "agents/sequence/codec.py"]
+    assert missing_deps("encode-connect4@qualitative", stage) == ["agents/sequence/codec.py"]
 
 
 def test_outputs_are_ignored_before_any_run():
@@ -94,7 +94,7 @@ def test_reports_beside_the_pipeline_report_are_neither_outputs_nor_ignored():
 
 
 def test_the_report_stage_leaves_the_rest_of_reports_alone(tmp_path):
-    from flows.stages.report import report_flow
+    from flows.pipeline.stages.report import report_flow
 
     kept = tmp_path / "reports" / "study-001.md"
     kept.parent.mkdir()

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 import yaml
+from flows.entry import main
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents.base import parse_spec
 from engine import load_game, parse_game_spec
-from engine.games.sokoban import parse_level
+from engine.games.sokoban.levels import parse_level
 from engine.protocol import GameError, IllegalActionError
-from flows.cli import main
-from flows.params import ParamsError, check, load
+from flows.pipeline.params import ParamsError, check, load
 
 REPO = Path(__file__).resolve().parents[1]
 CLEAR = (GameError, IllegalActionError)

@@ -7,7 +7,7 @@ import ast
 
 import pytest
 
-from flows.dependencies import PACKAGES, ROOT
+from flows.pipeline.dependencies import PACKAGES, ROOT
 
 BELOW = {name: set(PACKAGES[: len(PACKAGES) - i]) for i, name in enumerate(reversed(PACKAGES))}
 PRESENTATION = {"pandas", "matplotlib", "rich"}

@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from flows.entry import main
 from test_tracking import make_dataset, mlflow_sandbox
 
 from engine import load_game
-from flows.cli import main
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*noload.*", "ignore::UserWarning")
 BIN = Path(sys.executable).parent
@@ -153,7 +153,7 @@ def test_the_network_is_logged_with_the_providers_that_work_here(stub):
     import mlflow
     import yaml
 
-    from agents.onnx_runtime import providers
+    from agents.onnx.runtime import providers
     from models.registry import resolve
 
     version = resolve("connect4-stub", version="1")

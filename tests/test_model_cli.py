@@ -11,11 +11,11 @@ import json
 from pathlib import Path
 
 import pytest
+from flows.entry import main
 from test_registry import StubOnnxAgent
 from test_tracking import make_dataset, mlflow_sandbox
 
 from agents.base import _BUILDERS
-from flows.cli import main
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*noload.*")
 
@@ -75,7 +75,7 @@ def test_train_sweep_register_list_show_export_promote_and_play(sandbox, capsys,
     assert row.split()[-2] == "8"  # the gate's games
 
     from engine import load_game
-    from flows.play_commands import opponent_for  # `gridbots play connect4` meets this bot
+    from flows.cli.play import opponent_for  # `gridbots play connect4` meets this bot
 
     spec, about = opponent_for(load_game("connect4"), None)
     assert spec == "registry:connect4-stub@production" and "connect4-stub/1" in about

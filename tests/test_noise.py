@@ -43,7 +43,7 @@ def test_everything_shows_when_the_body_fails_or_when_verbose(capfd, monkeypatch
 
 
 def test_the_verbose_flag_reaches_the_children(monkeypatch, capsys):
-    from flows.cli import main
+    from flows.entry import main
 
     monkeypatch.setenv(noise.VERBOSE, "")
     assert main(["games", "--json"]) == 0 and not noise.verbose()

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from agents import onnx_runtime
+from agents.onnx import runtime as onnx_runtime
 
 
 def test_probe_is_quiet_and_answers_a_working_provider(capfd):
@@ -59,7 +59,7 @@ def test_a_serving_process_starts_sessions_whose_idle_threads_sleep(tmp_path, mo
 
 
 def test_processes_side_by_side_share_the_cores(tmp_path, monkeypatch):
-    """A stage's pool process (flows.stage_io.process_pool) calls share_cores: its sessions
+    """A stage's pool process (flows.pipeline.stage_io.process_pool) calls share_cores: its sessions
     take their share of the cores and sleep when idle; a session that names its threads keeps
     them."""
     import os
@@ -95,7 +95,7 @@ def test_a_process_told_its_share_of_cores_by_omp_num_threads_keeps_to_it(tmp_pa
     path = tmp_path / "identity.onnx"
     path.write_bytes(onnx_runtime._probe_model())
     probe = (
-        "import sys; from agents import onnx_runtime as o; "
+        "import sys; from agents.onnx import runtime as o; "
         "print(o.session(sys.argv[1]).get_session_options().intra_op_num_threads)"
     )
     env = {**os.environ, "OMP_NUM_THREADS": "3"}  # read once, when the module loads

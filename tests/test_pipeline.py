@@ -21,8 +21,8 @@ import pytest
 import yaml
 from optional import require_module
 
-from flows import pipeline
-from flows.params import ParamsError, check, load
+from flows.pipeline import cycle as pipeline
+from flows.pipeline.params import ParamsError, check, load
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore")]
@@ -222,7 +222,7 @@ def test_a_failed_stage_leaves_no_output(chain, tmp_path):
 
 
 def test_params_errors_name_the_key_and_the_stage(tmp_path, capsys):
-    from flows.cli import main
+    from flows.entry import main
 
     params = tiny_params()
     del params["connect4"]["models"]["hmm"]["family"]
@@ -251,7 +251,7 @@ def test_params_errors_name_the_key_and_the_stage(tmp_path, capsys):
 
 
 def test_serve_registers_the_cycle_with_the_cron_of_params():
-    from flows.stage_commands import deployment
+    from flows.pipeline.cycle import deployment
 
     built = deployment(load(REPO / "params.yaml"))
     assert built.name == "improvement-cycle"
@@ -282,7 +282,7 @@ def test_tournament_in_local_processes_gives_the_rows_of_the_threads(chain, tmp_
     share the GIL): the same rows as the threaded run of the module's chain."""
     import concurrent.futures
 
-    from flows import stage_io
+    from flows.pipeline import stage_io
 
     submitted: list[str] = []
 
@@ -346,7 +346,7 @@ def test_a_failed_tournament_resumes_with_the_pairings_it_finished(chain, tmp_pa
 
     first = min(p for p in (tmp_path / "exports" / "connect4").iterdir() if p.is_dir())
     (first / "changed").write_text("x")
-    from flows.stages.evaluate import bot_specs, files_digest, pairing_digest
+    from flows.pipeline.stages.evaluate import bot_specs, files_digest, pairing_digest
 
     specs = bot_specs(tmp_path, "connect4")
     job = {"game": "connect4", "a": specs[first.name], "b": "random", "games": 4}
@@ -392,7 +392,7 @@ def test_the_readme_where_and_match_commands_on_the_pipelines_outputs(chain, cap
     outputs; the match with 2 games instead of 20."""
     from test_readme import FIRST_SCREEN
 
-    from flows.cli import main
+    from flows.entry import main
 
     root, params, results = chain
     (root / "params.yaml").write_text(yaml.safe_dump(params))

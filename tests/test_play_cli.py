@@ -132,7 +132,7 @@ def test_move_on_a_simultaneous_game():
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, fragment, capsys):
-    from flows.cli import main  # in-process: the `gridbots` entry point, without a new Python
+    from flows.entry import main  # in-process: the `gridbots` entry point, without a new Python
 
     try:
         code = main(args)

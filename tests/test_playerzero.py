@@ -14,7 +14,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from agents import make
 from agents.base import AgentError
-from agents.pv_net import PolicyValueNet
+from agents.puct.pv_net import PolicyValueNet
 from engine import parse_game_spec
 from features.encode import planes
 from features.store import generate_dataset, load_dataset
@@ -252,7 +252,7 @@ def test_an_int8_copy_keeps_the_networks_choices_and_plays(trained, tmp_path):
 
 
 def test_a_copy_that_disagrees_too_often_is_refused_and_not_written(trained, tmp_path, capsys):
-    from flows.cli import run
+    from flows.cli.app import run
     from models.quantize import quantize
 
     result, _ = trained

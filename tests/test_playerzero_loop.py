@@ -173,7 +173,7 @@ def test_the_stage_refuses_missing_parameters_in_one_line(tmp_path):
 
 
 def test_both_profiles_define_complete_loops():
-    from flows.params import check, load
+    from flows.pipeline.params import check, load
 
     for profile in ("params.yaml", "params-full.yaml"):
         params = load(REPO / profile)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from flows.playerzero_report import write_loop_report
+from flows.reports.playerzero import write_loop_report
 from models.playerzero_loop import write_curve
 
 

@@ -1,6 +1,6 @@
-"""The rehearsal `gridbots repro` runs beside a first run (flows/rehearsal.py): the same stages
-as the user's profile in dvc's order, at their smallest, in a scratch folder that never reaches
-the user's outputs and is gone afterwards."""
+"""The rehearsal `gridbots repro` runs beside a first run (flows/pipeline/rehearsal.py): the same
+stages as the user's profile in dvc's order, at their smallest, in a scratch folder that never
+reaches the user's outputs and is gone afterwards."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from flows.dependencies import stages
-from flows.rehearsal import (
+from flows.pipeline.dependencies import stages
+from flows.pipeline.rehearsal import (
     LOG,
     SCRATCH,
     mirror,
@@ -135,9 +135,10 @@ def test_a_rehearsal_leaves_nothing_but_its_log(tmp_path):
     }}, sort_keys=False))  # fmt: skip
     before = sorted(p.name for p in tmp_path.iterdir())
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MLFLOW_"))}
-    done = subprocess.run([sys.executable, "-m", "flows.rehearsal", str(tmp_path)], cwd=REPO,
-                          env={**env, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
-                          timeout=300, start_new_session=True)  # as `start` runs it  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "flows.pipeline.rehearsal", str(tmp_path)],
+                          cwd=REPO, env={**env, "PYTHONPATH": str(REPO)}, capture_output=True,
+                          text=True, timeout=300,
+                          start_new_session=True)  # as `start` does  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert "rehearsal: first skipped (dvc is there)" in done.stdout  # no dvc.lock: dvc starts
     assert "rehearsal: data rc=0" in done.stdout

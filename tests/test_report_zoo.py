@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from flows.report import write_report
+from flows.reports.pipeline import write_report
 
 
 def put(path: Path, data: dict) -> None:

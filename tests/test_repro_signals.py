@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.cluster import group_members
+from flows.cluster.local import group_members
 
 pytestmark = pytest.mark.slow  # real process groups killed by signals
 
@@ -66,7 +66,7 @@ def _terminate_and_check(repro: subprocess.Popen, tmp_path: Path) -> None:
 
 
 def test_a_terminated_repro_stops_its_rehearsal_and_removes_its_folder(tmp_path):
-    """The rehearsal beside dvc (flows/rehearsal.py) runs in a group of its own: it goes with
+    """The rehearsal beside dvc (pipeline/rehearsal.py) runs in a group of its own: it goes with
     repro wherever it is (importing, or in its long stage: it is niced, so on a busy machine it
     may not have started that yet), and no scratch folder is left in .dvc/tmp, not even one a
     killed rehearsal left before (created here, so the check holds whenever the stop comes)."""
@@ -93,7 +93,7 @@ def test_a_terminated_repro_stops_its_rehearsal_and_removes_its_folder(tmp_path)
         deadline = time.time() + 180
         while rehearsal is None:
             assert repro.poll() is None and time.time() < deadline
-            rehearsal = _process_running("flows.rehearsal", str(tmp_path))
+            rehearsal = _process_running("flows.pipeline.rehearsal", str(tmp_path))
             time.sleep(0.2)
         _terminate_and_check(repro, tmp_path)
         assert group_members(rehearsal) == []  # the rehearsal and its long match

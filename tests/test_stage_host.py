@@ -1,4 +1,4 @@
-"""The warm stage host (flows/stage_host.py): a stage run through it makes what the same stage
+"""The warm stage host (flows/pipeline/host.py): a stage run through it makes what the same stage
 makes in a process of its own, in a forked child (not the caller); its exit code and its one
 stderr line reach the caller; a caller killed mid-stage takes the child with it; a caller whose
 import-time environment differs from the host's runs the stage itself."""
@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from flows.stage_host import ENV, start_host, wait_ready
+from flows.pipeline.host import ENV, start_host, wait_ready
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore")]

@@ -1,4 +1,4 @@
-"""What every `gridbots stage` sets before its command runs (flows.stage_commands): no Prefect
+"""What every `gridbots stage` sets before its command runs (flows.pipeline.commands): no Prefect
 flow heartbeats unless PREFECT_FLOWS_HEARTBEAT_FREQUENCY asks for them, only for the command.
 (That its console stays quiet is checked on a real stage: tests/test_pipeline.py.)"""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import click
 import pytest
 
-from flows.stage_commands import HEARTBEAT_ENV, _stage_settings
+from flows.pipeline.commands import HEARTBEAT_ENV, _stage_settings
 
 
 @pytest.fixture

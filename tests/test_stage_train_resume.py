@@ -35,7 +35,7 @@ def done(state: Path) -> dict:
 
 
 def test_kill_9_mid_sweep_then_rerun_trains_only_the_rest(tmp_path, prefect_env):  # noqa: F811
-    from flows.cli import main
+    from flows.entry import main
 
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     params["connect4"]["models"] = {

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from flows.study000 import main, study_rows, write_study000
+from flows.reports.study000 import main, study_rows, write_study000
 
 
 def pairing(a: str, b: str, wins: int, draws: int, losses: int) -> dict:
@@ -89,7 +89,7 @@ def test_missing_params_file_is_one_line_and_exit_2(tmp_path, capsys):
 
 
 def test_study_profile_is_study_000_and_every_stage_reads_it():
-    from flows.params import check, load
+    from flows.pipeline.params import check, load
 
     params = load("params-study.yaml")
     for game in ("connect4", "lazerbike"):
@@ -107,8 +107,8 @@ def test_study_profile_is_study_000_and_every_stage_reads_it():
 
 
 def test_study_pairings_name_bots_or_baselines():
-    from flows.stage_io import StageError
-    from flows.stages.evaluate import chosen_pairings
+    from flows.pipeline.stage_io import StageError
+    from flows.pipeline.stages.evaluate import chosen_pairings
 
     bots = {"model_6": "onnx:/m6.onnx", "hmm": "seq:model=/h.json"}
     pairs = chosen_pairings([["model_6", "hmm"], ["hmm", "random"]], bots, ["random"])
@@ -118,7 +118,7 @@ def test_study_pairings_name_bots_or_baselines():
 
 
 def test_study_profile_keeps_every_other_chain_as_the_default():
-    from flows.params import load
+    from flows.pipeline.params import load
 
     default, study = load("params.yaml"), load("params-study.yaml")
     others = set(default) - {"connect4", "lazerbike", "profile"}

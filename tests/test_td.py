@@ -7,9 +7,9 @@ import pytest
 
 from agents import make
 from agents.base import AgentError
-from agents.td_agent import TDPlayer, read_network
-from agents.td_mlp import MLP, backpropagate
-from agents.td_net import (
+from agents.td.agent import TDPlayer, read_network
+from agents.td.mlp import MLP, backpropagate
+from agents.td.net import (
     EPSILON_GREEDY,
     GREEDY,
     SOFTMAX,
@@ -207,8 +207,8 @@ def test_export_parity_and_both_agents_agree(othello, trained, tmp_path):
     the file's weights) and `alphabeta:depth=1,eval=onnx` (onnxruntime) pick the same moves."""
     import json
 
-    from agents.onnx_runtime import session
-    from agents.value_features import ValueEncoder
+    from agents.onnx.runtime import session
+    from agents.value.features import ValueEncoder
 
     result, net = trained
     assert json.loads((result.artifact.parent / "parity.json").read_text())["passed"]
@@ -307,7 +307,7 @@ def ntuple_trained(othello, tmp_path_factory):
 
 
 def test_ntuple_geometry_covers_the_board_once_per_orbit(othello):
-    from agents.td_ntuple import lookups
+    from agents.td.ntuple import lookups
 
     cells_of, table_of = lookups(othello)
     assert len(set(table_of)) == 11  # rows 1-4, diagonals of 4-8 cells, 3x3 and 2x5 corners
@@ -412,7 +412,7 @@ def test_ntuple_leaf_inside_the_core_matches_its_one_ply_play(othello, ntuple_tr
 
 def test_a_killed_sweep_resumes_from_its_finished_configurations(tmp_path, monkeypatch):
     import models.td_matches
-    from flows.td_jobs import job, kept_job
+    from flows.pipeline.td_jobs import job, kept_job
 
     def make(seed: int) -> dict:
         return job("othello", {"games": 20, "hidden": 4, "seed": seed}, tmp_path / "c", [], 0, 0)

@@ -19,7 +19,7 @@ from engine.tournament import (
     summarize_pairing,
     wilson_interval,
 )
-from flows.tournament_output import write_outputs
+from flows.reports.tournament import write_outputs
 
 
 def make_seat(spec, game, seed):
@@ -44,7 +44,7 @@ def test_the_interval_holds_the_score_where_rounding_would_step_past_it(tmp_path
     """10 wins in 10 computed 1 - 1.1e-16 as the upper bound, below the score, and the
     tournament chart's error bar came out negative: matplotlib refused it and a full-profile
     evaluate stage failed after all its games. Every score of up to 300 games is inside."""
-    from flows.tournament_output import plot_scores
+    from flows.reports.tournament import plot_scores
 
     assert wilson_interval(1.0, 10)[1] == 1.0 and wilson_interval(0.0, 100)[0] == 0.0
     for games in range(1, 301):

@@ -10,11 +10,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from flows.entry import main
 from test_tracking import mlflow_sandbox
 
 from agents import make
 from engine import load_game, parse_game_spec
-from flows.cli import main
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:.*noload.*")]
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,7 +79,7 @@ def test_the_zoo_bot_is_each_surfaces_default_and_heads_the_leaderboard(tmp_path
     from fastapi.testclient import TestClient
     from test_web_registry import registered_hmm
 
-    from flows.play_commands import opponent_for
+    from flows.cli.play import opponent_for
     from flows.web.app import create_app
     from flows.web.bots import Limits, build
     from models.bundle import import_zoo_entry

@@ -181,9 +181,10 @@ def registry_labels(
 
 
 def _td_labels(root: Path, game: str) -> dict[str, tuple[str, str]]:
-    """A TD chain's long runs as its tournament labels them (`td-long-NAME`, flows/stages/td)."""
-    from flows.stage_io import StageError
-    from flows.td_jobs import read_output
+    """A TD chain's long runs as its tournament labels them (`td-long-NAME`,
+    flows/pipeline/stages/td)."""
+    from flows.pipeline.stage_io import StageError
+    from flows.pipeline.td_jobs import read_output
     from models.registry import model_name
 
     labels = {}

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.terminal_play import outcome
+from agents.play.terminal import outcome
 from engine.protocol import CHANCE, SIMULTANEOUS, Game, GameError, IllegalActionError, State
 from flows.web.bots import BotPools, WebError, answer
 

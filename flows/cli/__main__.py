@@ -1,0 +1,7 @@
+"""`python -m flows.cli …`: the `gridbots` program."""
+
+import sys
+
+from flows.entry import main
+
+sys.exit(main())

@@ -1,0 +1,219 @@
+"""What every stage's flow shares: atomic outputs, lineage, the task runner, tracking's URI.
+
+Each stage lives in its own module of pipeline/stages/ so that a stage's DVC deps are exactly the
+files it runs (flows.pipeline.dependencies derives them from the imports).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from engine.files import write_json  # noqa: F401 (the stages import it from here)
+from engine.protocol import GameError
+
+RETRIES = {"retries": 2, "retry_delay_seconds": 1, "cache_policy": NO_CACHE}
+#: the agent spec that plays an exported artifact, by its kind
+SPEC_OF_KIND = {
+    "onnx": "onnx:{path}",
+    "hmm-json": "seq:model={path}",
+    "crfsuite": "seq:model={path}",
+}
+
+
+class StageError(GameError):
+    """A stage cannot go on (its input failed validation, a parity check failed): exit 2."""
+
+
+#: games in all below which a tournament stays in threads (spawning the processes costs ~1.5 s)
+MIN_POOL_GAMES = 2000
+#: the process pool `local_processes` lends `cluster_task` (None: work runs in the task's thread)
+_LOCAL_POOL: Any = None
+
+
+@contextlib.contextmanager
+def local_processes(
+    params: dict[str, Any], dask: str | None, games: int, pool: Callable[[int], Any]
+) -> Iterator[None]:
+    """Without a cluster, runs the fan-out's work in `workers` spawned processes instead of the
+    task runner's threads: matches of Python agents hold the GIL, so two threads used one core
+    (study 000's evaluation: 1,210 CPU-s in 1,116 s). Below MIN_POOL_GAMES games in all,
+    starting the processes (imports, numba caches) costs more than it saves: threads stay.
+    `pool(workers)` makes the executor (models.arena.process_pool for matches)."""
+    global _LOCAL_POOL
+    workers = max(1, int(params.get("workers", 1)))
+    if dask_address(params, dask) or workers < 2 or games < MIN_POOL_GAMES:
+        yield
+        return
+    with pool(workers) as executor:
+        _LOCAL_POOL = executor
+        try:
+            yield
+        finally:
+            _LOCAL_POOL = None
+
+
+@contextlib.contextmanager
+def atomic_dir(final: Path) -> Iterator[Path]:
+    """A scratch folder beside `final` that replaces it only when the block succeeds."""
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    stale = re.compile(rf"\.{re.escape(final.name)}\.[a-z0-9_]{{8}}\.tmp")  # mkdtemp's names
+    for left in final.parent.iterdir():  # a killed attempt's scratch folder
+        if left.is_dir() and stale.fullmatch(left.name):
+            shutil.rmtree(left, ignore_errors=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+    try:
+        yield scratch
+        if final.exists():
+            shutil.rmtree(final) if final.is_dir() else final.unlink()
+        os.replace(scratch, final)
+    finally:
+        if scratch.exists():
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def lineage(root: Path) -> dict[str, str]:
+    """The git commit and dvc.lock hash every MLflow run is tagged with."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
+    lock = Path(root) / "dvc.lock"
+    digest = hashlib.sha256(lock.read_bytes()).hexdigest() if lock.is_file() else "none"
+    return {"git.commit": commit, "dvc.lock_sha256": digest}
+
+
+#: a Dask address for every stage of a run (`gridbots repro --cluster` sets it): unlike params
+#: dask.address it changes no stage's DVC params, since where a task runs changes no result
+DASK_ENV = "GRIDBOTS_DASK_ADDRESS"
+
+
+def http_ok(url: str, timeout: float = 2.0) -> bool:
+    """A local server answers GET `url`."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout):  # our own servers on loopback
+            return True
+    except OSError:
+        return False
+
+
+def tcp_ok(address: str, timeout: float = 2.0) -> bool:
+    """A TCP connect to tcp://HOST:PORT succeeds."""
+    import socket
+
+    host, _, port = address.removeprefix("tcp://").rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def dask_address(params: dict[str, Any], dask: str | None = None) -> str:
+    """The Dask scheduler a stage's fan-out runs on ('' for none): the argument, else
+    $GRIDBOTS_DASK_ADDRESS (which `gridbots repro --cluster` sets), else params dask.address."""
+    return dask or os.environ.get(DASK_ENV) or params.get("dask", {}).get("address") or ""
+
+
+def task_runner(params: dict[str, Any], dask: str | None = None):
+    """Dask when a stage has an address (`dask_address`), threads otherwise."""
+    address = dask_address(params, dask)
+    if address:
+        try:
+            from prefect_dask import DaskTaskRunner
+        except ImportError:
+            raise StageError(
+                "a Dask address needs the dask extra: pip install 'gridbots[dask]'"
+            ) from None
+        require_cluster_servers(address)
+        return DaskTaskRunner(address=address)
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    return ThreadPoolTaskRunner(max_workers=max(1, int(params.get("workers", 1))))
+
+
+def run_flow(stage: Any, params: dict[str, Any], dask: str | None, *args: Any) -> Any:
+    """Runs the flow `stage(*args)` of a stage whose fan-out stays in its own process without a
+    cluster (process pools, one configuration after another: exactly as before the cluster
+    existed), and with a Dask address runs `stage(*args, on_cluster=True)` on the cluster's
+    task runner, where the flow hands its jobs to `fan_out`."""
+    address = dask_address(params, dask)
+    if not address:
+        return stage(*args)
+    return stage.with_options(task_runner=task_runner(params, address))(*args, on_cluster=True)
+
+
+@task(**RETRIES, task_run_name="{label}")
+def cluster_task(work: str, job: Any, label: str) -> Any:
+    """One job of a stage's fan-out on whichever worker (or thread) is free. `work` names a
+    module-level function ("package.module:function") that the worker imports, so only that
+    name and the job go through the scheduler: small JSON-able arguments, with models and
+    datasets as paths in the shared data root. Every work function writes under temporary
+    names or into a folder of its own that the flow commits, and closes a killed attempt's
+    MLflow run, so the retry of a task lost with its worker duplicates nothing. Inside
+    `local_processes` the work runs in the flow's process pool (the task waits for it)."""
+    module, _, name = work.partition(":")
+    function = getattr(importlib.import_module(module), name)
+    pool = _LOCAL_POOL
+    return function(job) if pool is None else pool.submit(function, job).result()
+
+
+def fan_out(work: Callable[[Any], Any], jobs: Sequence[Any]) -> Iterator[Any]:
+    """`work(job)` for every job as a `cluster_task` on the running flow's task runner (a Dask
+    cluster's workers, or the flow's threads): every generation shard, sweep configuration,
+    tournament pairing, TD configuration, PlayerZero self-play shard or arena pair and NEAT
+    seed of a cluster run goes through here. Results come in job order, each as soon as it and those
+    before it are done, so the caller commits them as they arrive."""
+    name = f"{work.__module__}:{work.__name__}"
+    futures = [
+        cluster_task.submit(name, job, f"{work.__name__}-{index}") for index, job in enumerate(jobs)
+    ]
+    for future in futures:
+        yield future.result()
+
+
+def require_cluster_servers(address: str) -> None:
+    """Refuses, before anything runs, a Dask address without the Prefect server its workers
+    must report to (without one, every worker would start a temporary server of its own)."""
+    from prefect.settings import get_current_settings
+
+    api = get_current_settings().api.url
+    if not api:
+        raise StageError(
+            f"Dask address {address} but no Prefect server: start one with `gridbots cluster up`"
+            ' and run `eval "$(gridbots cluster env)"` (or set PREFECT_API_URL)'
+        )
+    if not http_ok(f"{api.rstrip('/')}/health", timeout=5):
+        raise StageError(
+            f"no Prefect server answers at PREFECT_API_URL={api}: start it "
+            "(`gridbots cluster up`) or point PREFECT_API_URL at a running one"
+        )
+    if not tcp_ok(address, timeout=5):
+        raise StageError(
+            f"no Dask scheduler answers at {address}: start one with `gridbots cluster up`"
+        )
+
+
+def use_tracking(params: dict[str, Any], root: Path) -> None:
+    """MLflow at params mlflow.tracking_uri (a relative SQLite path is relative to `root`)."""
+    uri = params["mlflow"]["tracking_uri"]
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        uri = f"sqlite:///{(Path(root) / uri[len('sqlite:///') :]).resolve()}"
+    os.environ.setdefault("MLFLOW_TRACKING_URI", uri)

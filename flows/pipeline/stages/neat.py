@@ -1,0 +1,150 @@
+"""`gridbots stage neat territory NAME`: one NEAT training case of study 003, every seed.
+
+Export, tournament and promotion of the territory chain are the pipeline's generic stages: this
+stage leaves `trained/territory/NAME/run.json` in the shape they read, with the champion logged
+and registered as a `territory-neat` version.
+
+A killed stage resumes: every seed checkpoints its populations (JSON) after each generation under
+`checkpoints/territory/NAME/<parameters hash>/seed-N`, outside DVC's outputs, so a rerun with the
+same parameters continues where it stopped and other parameters start afresh. With a Dask address
+(stage_io.dask_address) every seed is a cluster task (models.neat_track.train_seed): it
+trains from that checkpoint on a worker and writes its files into the stage's folder in the shared
+data root; its MLflow run is logged here afterwards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+
+from flows.pipeline.stage_io import atomic_dir, fan_out, lineage, run_flow, use_tracking, write_json
+from flows.pipeline.stages.train import tag_runs, write_curve
+
+GAME = "territory"
+
+
+def model_settings(params: dict, name: str) -> dict[str, Any]:
+    settings = params[GAME]["models"][name]
+    return {
+        "case": settings.get("case", name),
+        "seeds": [int(s) for s in settings.get("seeds", [0])],
+        "params": {"workers": int(params.get("workers", 2)), **dict(settings.get("params", {}))},
+    }
+
+
+def checkpoint_dir(root: Path, name: str, settings: dict[str, Any]) -> Path:
+    """Where a model's checkpoints live: one folder per case + parameters (seeds apart)."""
+    from models.neat import RESUMABLE
+
+    lineage_params = {k: v for k, v in settings["params"].items() if k not in RESUMABLE}
+    key = json.dumps({"case": settings["case"], "params": lineage_params}, sort_keys=True)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+    return Path(root) / "checkpoints" / GAME / name / digest
+
+
+def neat_stage(root: Path, params: dict, name: str, dask: str | None = None) -> dict[str, Any]:
+    """The stage: the flow, its seeds on the cluster when it has a Dask address."""
+    return run_flow(neat_flow, params, dask, root, params, name)
+
+
+@flow(name="neat")
+def neat_flow(root: Path, params: dict, name: str, on_cluster: bool = False) -> dict[str, Any]:
+    """trained/territory/NAME: every seed of one training case, the best seed's champion
+    registered; metrics/territory/train-NAME.json and plots/territory/NAME.csv."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from models.neat_track import train_case
+
+    use_tracking(params, root)
+    root = Path(root).resolve() if on_cluster else Path(root)  # workers may run elsewhere
+    settings = model_settings(params, name)
+    generations = int(settings["params"].get("generations", 10))
+    work = checkpoint_dir(root, name, settings)
+    with (
+        atomic_dir(root / "trained" / GAME / name) as scratch,
+        Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[best]}"),
+        ) as bar,
+    ):
+        tasks = {
+            seed: bar.add_task(f"{name} seed {seed}", total=generations, best="")
+            for seed in settings["seeds"]
+        }
+
+        def progress(seed: int, row: dict[str, float]) -> None:
+            bar.update(
+                tasks[seed],
+                completed=int(row["generation"]) + 1,
+                best=f"best {row['best_fitness']:.2f}",
+            )
+
+        outcome = train_case(
+            settings["case"],
+            settings["params"],
+            settings["seeds"],
+            work,
+            scratch,
+            experiment=GAME,
+            progress=progress,
+            tags={"gridbots.model": name},
+            mapper=fan_out if on_cluster else None,
+        )
+        best = outcome["best"]
+        result = best["result"]
+        shutil.copyfile(best["onnx"], scratch / "champion.onnx")
+        shutil.copyfile(
+            scratch / f"seed-{best['seed']}" / "champion.json", scratch / "champion.json"
+        )
+        per_seed = {
+            str(s["seed"]): {
+                "run_id": s["run_id"],
+                "history": s["result"].history,
+                "champion_stats": s["result"].champion_stats,
+                "parity": s["parity"],
+                "seconds": s["result"].seconds,
+            }
+            for s in outcome["seeds"]
+        }
+        summary = {
+            "name": name,
+            "case": settings["case"],
+            "family": "neat",
+            "run_id": best["run_id"],
+            "parent_run_id": outcome["parent_run_id"],
+            "version": outcome["version"],
+            "artifact": "champion.onnx",
+            "artifact_kind": "onnx",
+            "best_seed": best["seed"],
+            "metrics": {"best_fitness": result.best_fitness},
+            "params": best["trainer"].params,
+            "parity": f"{best['parity']:.3g}",
+            "seeds": per_seed,
+        }
+        write_json(scratch / "run.json", summary)
+    tag_runs(
+        [s["run_id"] for s in outcome["seeds"]] + [outcome["parent_run_id"]],
+        {**lineage(root), "gridbots.stage": f"neat-{GAME}@{name}"},
+    )
+    metrics = {
+        "best_fitness": result.best_fitness,
+        "last_best_fitness": result.history[-1]["best_fitness"],
+        "generations": float(len(result.history)),
+        "champion_rounds": result.champion_stats["moves"],
+        "train_seconds": result.seconds,
+    }
+    write_json(root / "metrics" / GAME / f"train-{name}.json", metrics)
+    curves = {
+        key: [row[key] for row in result.history]
+        for key in result.history[0]
+        if key.endswith(("best_fitness", "mean_fitness"))
+    }
+    write_curve(root / "plots" / GAME / f"{name}.csv", curves)
+    return summary

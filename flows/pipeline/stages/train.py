@@ -1,0 +1,135 @@
+"""The train stage: a sweep on MLflow, the best run registered, its files kept."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, task
+
+from flows.pipeline.params import stage_label
+from flows.pipeline.stage_io import (
+    RETRIES,
+    atomic_dir,
+    fan_out,
+    lineage,
+    run_flow,
+    use_tracking,
+    write_json,
+)
+
+
+def sweep_items(sweep: dict[str, Any]) -> list[str]:
+    """params.yaml `sweep: {key: [v1, v2]}` → tracking's `key=v1,v2` strings."""
+    items = []
+    for key, values in sweep.items():
+        values = values if isinstance(values, list) else [values]
+        items.append(f"{key}={','.join(str(v) for v in values)}")
+    return items
+
+
+@task(**RETRIES)
+def tag_runs(run_ids: list[str], tags: dict[str, str]) -> None:
+    from models.tracking import client
+
+    mlflow_client = client()
+    for run_id in run_ids:
+        for key, value in tags.items():
+            mlflow_client.set_tag(run_id, key, value)
+
+
+def _on_cluster(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each sweep configuration a nested MLflow run (models.tracking.train_config) on
+    whichever worker is free."""
+    from models.tracking import train_config
+
+    return list(fan_out(train_config, jobs))
+
+
+def train_flow(root: Path, params: dict, game: str, name: str, dask: str | None = None):
+    """The train stage; with a Dask address (flows.pipeline.stage_io.dask_address) the sweep's
+    configurations are cluster tasks, else they train one after another here (each training
+    already uses both cores)."""
+    return run_flow(_train, params, dask, root, params, game, name)
+
+
+@flow(name="train")
+def _train(root: Path, params: dict, game: str, name: str, on_cluster: bool = False) -> dict:
+    """A sweep from params.yaml on MLflow; the best run registered; its files kept."""
+    from models.sweep_state import SWEEP_STATE
+    from models.tracking import train
+
+    use_tracking(params, root)
+    settings = params[game]["models"][name]
+    data = Path(root) / "encoded" / game / f"{settings['encoding']}.npz"
+    root = Path(root)
+    # outside DVC's outputs and kept until the stage succeeds: a killed sweep resumes there at
+    # the configuration in flight (models.tracking keeps what each finished one left)
+    work = root / "checkpoints" / game / f"train-{name}"
+    if not settings["sweep"]:  # one run: nothing to resume or copy; the record of a run a kill
+        for path in work.glob("*"):  # interrupted stays, so that it is closed (KILLED)
+            if path.name != SWEEP_STATE:
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
+    with atomic_dir(root / "trained" / game / name) as scratch:
+        outcome = train(
+            data,
+            settings["family"],
+            dict(settings["params"]),
+            sweep_items(settings["sweep"]),
+            experiment=game,
+            register=True,
+            out_dir=work,
+            expect_game=game,
+            map_configs=_on_cluster if on_cluster else None,
+        )
+        best = outcome.best
+        artifact = Path(best.result.artifact)
+        for path in artifact.parent.iterdir():
+            if path.is_file() and path.suffix != ".png":
+                shutil.copy2(path, scratch / path.name)
+        run_ids = [r.run_id for r in outcome.runs]
+        if outcome.parent_run_id:
+            run_ids.append(outcome.parent_run_id)
+        tag_runs(run_ids, {**lineage(root), "gridbots.stage": stage_label("train", game, name)})
+        summary = {
+            "name": name,
+            "family": best.result.family,
+            "encoding": best.result.encoding,
+            "run_id": best.run_id,
+            "parent_run_id": outcome.parent_run_id,
+            "version": outcome.version,
+            "artifact": artifact.name,
+            "artifact_kind": best.result.artifact_kind,
+            "objective": {"metric": outcome.metric, "direction": outcome.direction},
+            "metrics": best.result.metrics,
+            "params": best.params,
+            "parity": best.parity,
+            "configurations": len(outcome.runs),
+        }
+        write_json(scratch / "run.json", summary)
+    shutil.rmtree(work, ignore_errors=True)
+    metrics = {k: float(v) for k, v in best.result.metrics.items()}
+    write_json(root / "metrics" / game / f"train-{name}.json", metrics)
+    write_curve(root / "plots" / game / f"{name}.csv", best.result.history)
+    return summary
+
+
+def write_curve(path: Path, history: dict[str, list[float]]) -> None:
+    """Per-epoch curves as CSV (dvc plots reads it); one `step` row when there is no curve."""
+    keys = sorted(k for k, v in history.items() if v)
+    steps = max((len(history[k]) for k in keys), default=0)
+    lines = [",".join(["step", *keys])] if keys else ["step,none"]
+    for step in range(steps):
+        row = [str(step + 1)]
+        for key in keys:
+            values = history[key]
+            row.append(f"{values[step]:.6g}" if step < len(values) else "")
+        lines.append(",".join(row))
+    if not keys:
+        lines.append("1,0")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.tmp")
+    temp.write_text("\n".join(lines) + "\n")
+    os.replace(temp, path)

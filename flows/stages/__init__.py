@@ -1,1 +1,0 @@
-"""One module per DVC stage: `gridbots stage NAME` runs flows/stages/NAME.py."""
