@@ -51,22 +51,22 @@ class Agent:
 _NODE = {-1: "chance node", -2: "simultaneous lap", -4: "finished game"}
 _BUILDERS: dict[str, Callable[..., Agent]] = {}
 _BUILTIN_MODULES = (
-    "agents.random_agent",
-    "agents.mcts",
-    "agents.heuristic_agent",
-    "agents.openspiel_agent",
-    "agents.file_agent",
-    "agents.alphabeta",
-    "agents.simab",
-    "agents.planner",
-    "agents.lazerbike_agents",
-    "agents.seq_agent",
-    "agents.onnx_agent",
-    "agents.neat_agent",
-    "agents.td_agent",
-    "agents.puct",
-    "agents.human",
-    "agents.hps",
+    "agents.scripted.random_play",
+    "agents.search.mcts",
+    "agents.scripted.heuristic",
+    "agents.openspiel.agent",
+    "agents.isolated.file_agent",
+    "agents.search.alphabeta",
+    "agents.search.simab",
+    "agents.search.planner",
+    "agents.scripted.space",
+    "agents.sequence.agent",
+    "agents.onnx.agent",
+    "agents.neat.agent",
+    "agents.td.agent",
+    "agents.puct.agent",
+    "agents.play.human",
+    "agents.search.hps",
 )
 
 

@@ -29,8 +29,8 @@ import numpy as np
 import pyarrow as pa
 
 from agents import make
-from agents.c4solver import Connect4Solver
 from engine import load_game
+from engine.games.connect4.solver import Connect4Solver
 from engine.protocol import SIMULTANEOUS
 from features import encode
 from features.store import load_dataset

@@ -3,7 +3,7 @@ search with scripted playouts, at equal time per turn.
 
 From a tactics self-play dataset (`gridbots generate tactics selfplay …`), trains value-planes
 MLPs of each `--widths` (held-out accuracy), times their evaluation (batched on onnxruntime,
-and inside the search loop as HPS runs them, agents.value_leaf) against a scripted playout per
+and inside the search loop as HPS runs them, agents.value.leaf) against a scripted playout per
 position (the speed side of the study's size / speed / accuracy trade-off), then plays
 `hps:ms=T,eval=onnx:MODEL` (the first width) against `hps:ms=T,eval=playout` over seeded
 line-ups with sides swapped (benchmarks/tactics_pairings.py). `--partial` reads the committed,
@@ -91,7 +91,7 @@ def whole_games(positions: pa.Table, limit: int) -> pa.Table:
 def evaluation_speed(game, model: Path | None, states: np.ndarray, repeats: int = 3,
                      in_loop: bool = False) -> float:  # fmt: skip
     """Microseconds per position: one scripted playout each, the network on onnxruntime over
-    one batch, or (`in_loop`) the network as the search loop computes it (agents.value_leaf;
+    one batch, or (`in_loop`) the network as the search loop computes it (agents.value.leaf;
     NaN where the file is not a chain the loop runs)."""
     best = float("inf")
     if model is None:
@@ -103,7 +103,7 @@ def evaluation_speed(game, model: Path | None, states: np.ndarray, repeats: int 
                 playout(s.copy(), 0)
             best = min(best, time.perf_counter() - began)
     elif in_loop:
-        from agents.value_leaf import leaf, loop_values
+        from agents.value.leaf import leaf, loop_values
 
         found = leaf(game, model)
         if found is None:
@@ -115,7 +115,7 @@ def evaluation_speed(game, model: Path | None, states: np.ndarray, repeats: int 
             loop_values(game, states, 0, weights)
             best = min(best, time.perf_counter() - began)
     else:
-        from agents.hps import PlanesValue
+        from agents.search.hps import PlanesValue
 
         value = PlanesValue(game, model)
         movers = np.zeros(len(states), dtype=np.int64)

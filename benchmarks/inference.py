@@ -32,7 +32,7 @@ import numpy as np
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from agents.onnx_runtime import providers, session
+from agents.onnx.runtime import providers, session
 from engine import load_game
 from models import lstm, value_mlp
 from models.export import export_keras, keras_seeded, split_by_game

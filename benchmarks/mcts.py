@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from agents.bench import measure_mcts, measure_openspiel_mcts
+from agents.search.mcts_bench import measure_mcts, measure_openspiel_mcts
 from engine import load_game
 
 PEERS = {"connect4": "connect_four", "othello": "othello"}

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from agents.td_agent import TDPlayer
+    from agents.td.agent import TDPlayer
     from engine import load_game
     from models import td
     from models.base import ModelError

@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for item, floor in zip(items, (0.97, 0.9, 0.7), strict=True):
         item["floor"] += ": met" if item["value"] >= floor else ": not met"
-    from agents.td_agent import read_network
+    from agents.td.agent import read_network
     from engine import load_game
 
     params = run["params"]
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         "spec": SPEC,
         "model": "model.onnx",
         "what": {
-            "family": "td (n-tuple network, agents/td_ntuple.py)",
+            "family": "td (n-tuple network, agents/td/ntuple.py)",
             "network": f"tuples {params['tuples']}: 11 tables shared over the 8 board symmetries, "
             f"84 lookups, x {params['phases']} game stages (occupied cells * 8 // 65)"
             + f", {lut} weights",

@@ -53,8 +53,8 @@ def match(game_spec: str, spec_a: str, spec_b: str, games: int, opening: int, se
 
 
 def optimal(model: str, sims: int, ms: float, limit: int) -> dict:
-    from agents.c4bench import agent_rate, policy_rate, read_positions
-    from agents.pv_net import PolicyValueNet
+    from agents.connect4_bench import agent_rate, policy_rate, read_positions
+    from agents.puct.pv_net import PolicyValueNet
 
     rows = read_positions(limit=limit)
     budget = f"ms={ms:g}" if ms else f"sims={sims}"

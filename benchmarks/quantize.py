@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from neat_generation import yardstick  # a sibling script
 
-from agents.pv_net import PolicyValueNet
+from agents.puct.pv_net import PolicyValueNet
 from engine import parse_game_spec
 from models.quantize import quantize, sample_positions
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from agents import make
-from agents.puct import SelfPlaySettings
+from agents.puct.agent import SelfPlaySettings
 from engine import parse_game_spec
 
 

@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 
-from agents.c4bench import random_history
-from agents.c4solver import Connect4Solver, parse_line
+from agents.connect4_bench import random_history
+from engine.games.connect4.solver import Connect4Solver, parse_line
 
 
 def run_set(rng: np.random.Generator, count: int, lo: int, hi: int) -> dict:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.host import command
+from agents.isolated.host import command
 from engine import load_game
 from engine.isolation import BotProcess, IsolatedPlayers, SeatStats
 from engine.match import run_game

@@ -2,7 +2,7 @@
 
 The study's configuration (one hidden layer of 40 sigmoid units over 128 inputs, Q-learning,
 ε-greedy 0.3, learning rate 0.2) trains by self-play on Othello in numba; the n-tuple network
-(agents.td_ntuple) is measured the same way. The plain-C Connect 4 playout yardstick
+(agents.td.ntuple) is measured the same way. The plain-C Connect 4 playout yardstick
 (../shared/yardstick) runs before and after, so the figures also come as a ratio to a
 reference taken on the same machine in the same run. Target: >= 1,000 training games/s.
 

@@ -1,4 +1,4 @@
-"""Value-network inputs: microseconds per state of `agents.value_features.ValueEncoder` on a batch
+"""Value-network inputs: microseconds per state of `agents.value.features.ValueEncoder` on a batch
 of leaves (what `alphabeta:eval=onnx`, HPS's learned leaves and the TD agents encode) against the
 same encoder called once per state, in the same run.
 
@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from agents.value_features import ValueEncoder
+from agents.value.features import ValueEncoder
 from engine import load_game
 
 CASES = (

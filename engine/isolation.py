@@ -36,8 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.notation import after_history, describe_illegal
-from engine.protocol import State
+from engine.protocol import State, after_history, describe_illegal
 from engine.sandbox import (
     DEFAULT_CPU_S,
     DEFAULT_MEMORY_MB,

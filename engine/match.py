@@ -14,8 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from engine.isolation import SeatStats
-from engine.notation import describe_illegal
-from engine.protocol import CHANCE, SIMULTANEOUS, Game, State
+from engine.protocol import CHANCE, SIMULTANEOUS, Game, State, describe_illegal
 
 Ask = Callable[[State, Sequence[int]], dict[int, int]]
 

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from agents.sequence_codec import (  # noqa: F401 (EncodingError, decode_… are re-exported)
+from agents.sequence.codec import (  # noqa: F401 (EncodingError, decode_… are re-exported)
     EncodingError,
     board_blocks,
     board_one_hot,
@@ -43,7 +43,7 @@ from agents.sequence_codec import (  # noqa: F401 (EncodingError, decode_… are
     step_boards,
     step_history,
 )
-from agents.value_features import COUNT_LENGTH  # the one width, shared with the agents
+from agents.value.features import COUNT_LENGTH  # the one width, shared with the agents
 from features.errors import DataError
 from features.schema import initial_state, list_parts, replay
 

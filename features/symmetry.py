@@ -67,7 +67,7 @@ def augment(arrays: dict[str, np.ndarray], game) -> dict[str, np.ndarray]:
 
 def round_gathers(game, symmetry: Symmetry, board_blocks: int) -> tuple[np.ndarray, np.ndarray]:
     """(feature gather, class gather) of sequence rounds under one symmetry: each seat's
-    one-hot block [neutral, actions…] (agents.sequence_codec.one_hot_actions) by the action
+    one-hot block [neutral, actions…] (agents.sequence.codec.one_hot_actions) by the action
     permutation, then `board_blocks` board pictures of H*W cells each by the observation
     permutation's first plane, which a game lays out like its board codes. The class gather
     moves a softmax target [neutral, actions…] alike."""

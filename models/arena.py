@@ -41,7 +41,7 @@ def process_pool(workers: int):
 
 def _share_cores(processes: int) -> None:
     """A pool process's start: its onnxruntime sessions take their share of the cores."""
-    from agents.onnx_runtime import share_cores
+    from agents.onnx.runtime import share_cores
 
     share_cores(processes)
 

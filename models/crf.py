@@ -3,7 +3,7 @@
 Two variants, as in the study (Part IV §3.3): CRF_1 (`variant=1`, the `quantitative`
 encoding) reads every player's action of the observed round as a number, CRF_2 (`variant=2`,
 `qualitative`) as one indicator per (player, action). The sequence framing is the agents'
-(agents.seq_agent): position k observes round k - 1 (position 0 a start feature), optionally
+(agents.sequence.agent): position k observes round k - 1 (position 0 a start feature), optionally
 the `window` - 1 rounds before it too, and is labelled with the player's action in round k
 ("n" when it does not act); see TRAINING for why every prefix is a training sequence.
 Feature names carry the seat, so one model holds every seat's weights; the label transitions
@@ -76,7 +76,7 @@ def _check(params: dict[str, Any]) -> None:
 
 def sequence_items(data, i: int, variant: int, window: int):
     """(features per position, labels) of row i in CRFsuite's terms."""
-    from agents.crf_predictor import crf_features, crf_label
+    from agents.sequence.crf import crf_features, crf_label
 
     neutral = data.game.neutral_action
     features = crf_features(data.observed[i], variant, window, int(data.seats[i]), neutral)
@@ -144,8 +144,8 @@ def train(
     progress: Any = None,
 ) -> TrainingResult:
     """Trains on the training games, scores the held-out ones, writes model.crfsuite (+ .json)."""
-    from agents.crf_predictor import CrfPredictor
-    from agents.seq_agent import crf_sidecar
+    from agents.sequence.crf import CrfPredictor
+    from agents.sequence.predictor import crf_sidecar
     from models.export import checked_params, split_by_game
 
     params = checked_params("crf", DEFAULTS, params)

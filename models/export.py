@@ -147,7 +147,7 @@ def onnx_metadata(path: str | Path) -> dict[str, str]:
 
 def parity(model: Any, onnx_path: str | Path, inputs: Any) -> dict[str, Any]:
     """Keras direct-call outputs vs onnxruntime outputs on the same inputs (every output)."""
-    from agents.onnx_runtime import session
+    from agents.onnx.runtime import session
 
     runner = session(onnx_path)
     names = [i.name for i in runner.get_inputs()]

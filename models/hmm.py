@@ -1,6 +1,6 @@
 """Supervised HMM: counted start, transition and emission probabilities, decoded by hmmlearn.
 
-The framing is the sequence agents' (agents.seq_agent): position k of a game observes round
+The framing is the sequence agents' (agents.sequence.agent): position k of a game observes round
 k - 1 (position 0 a start symbol) and its hidden state is the learning player's action in
 round k (or "none" when it does not act). So the hidden states are the player's actions, as in
 the study (Part IV §3.3: an HMM on one-hot rounds), but each one is the action *following* its
@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.hmm_predictor import forward_filter
+from agents.sequence.hmm import forward_filter
 from models.base import OUTCOMES, ModelError, TrainingResult, artifact_metadata, sequence_framing
 
 ENCODINGS = ("qualitative",)
@@ -61,7 +61,7 @@ def prepare(
     params: dict[str, Any],
 ) -> Sequences:  # fmt: skip
     """The labelled sequences of the rows `params` selects (player, outcomes)."""
-    from agents.seq_agent import labelled_positions, rounds_from_arrays
+    from agents.sequence.agent import labelled_positions, rounds_from_arrays
     from engine import parse_game_spec
 
     encoding = meta.get("encoding")
@@ -199,7 +199,7 @@ def save(body: dict[str, Any], metadata: dict[str, str], path: str | Path) -> Pa
 def load(path: str | Path) -> dict[str, Any]:
     """The JSON document of a saved HMM, checked by building its predictor (ModelError)."""
     from agents.base import AgentError
-    from agents.hmm_predictor import HmmPredictor
+    from agents.sequence.hmm import HmmPredictor
 
     try:
         predictor = HmmPredictor(Path(path))

@@ -164,7 +164,7 @@ def symmetric_rounds(game, meta: dict[str, Any], params: dict[str, Any], feature
 
 def board_pictures(game) -> int:
     """H*W blocks of bits per round of a `--boards` encoding."""
-    from agents.sequence_codec import board_width
+    from agents.sequence.codec import board_width
 
     cells = int(np.asarray(game.board_codes(game.new_initial_state().array[None])).size)
     return board_width(game) // cells

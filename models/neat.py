@@ -24,8 +24,8 @@ from collections.abc import Iterator
 from itertools import count
 from typing import Any
 
-from agents.neat_codec import DECODINGS
-from agents.neat_network import GENOME_FORMAT
+from agents.neat.codec import DECODINGS
+from agents.neat.network import GENOME_FORMAT
 from engine import load_game
 from engine.files import write_json  # noqa: F401 (neat_track imports it from here)
 from engine.protocol import Game, GameError
@@ -110,7 +110,7 @@ DEFAULTS: dict[str, Any] = {
     "rounds": 0,  # 0: the preset's limit (study: 5,000 / 500 / 5,000 / 500; duel: 100)
     "decoding": "guided",  # "masked": argmax over legal moves of a wider output; "scored": a
     # network scoring each legal move from its features; "afterstate": a network valuing the
-    # position each legal move leads to (agents.neat_codec)
+    # position each legal move leads to (agents.neat.codec)
     "stale_limit": 3,  # the study stops a game once a position repeats more than 3 times
     "red_seed": 0,  # seed of the scripted red (against-red): the same red for every genome
     "payoff": [10.0, 1.0, -10.0, -1.5],  # coevolution per move: own tiles, own troops, enemy
@@ -400,7 +400,7 @@ def population_from_json(data: dict[str, Any], config):
         raise NeatError(f"not a {POPULATION_FORMAT} checkpoint")
     wanted = config.genome_config.num_inputs
     if any(int(g.get("num_inputs", wanted)) != wanted for g in data["genomes"]):
-        raise NeatError(  # e.g. scored genomes of an older feature count (agents.neat_codec)
+        raise NeatError(  # e.g. scored genomes of an older feature count (agents.neat.codec)
             f"the checkpoint's networks read another number of inputs than {wanted}; "
             "remove it to start afresh"
         )

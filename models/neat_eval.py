@@ -1,7 +1,7 @@
 """Fitness evaluation for NEAT on the numba engine: whole games per network, threads over cores.
 
 `play_networks` is a generic loop (engine.specialise): it plays a batch of games to the end, each
-seat driven by a packed network through agents.neat_codec (encode, forward, decode with move
+seat driven by a packed network through agents.neat.codec (encode, forward, decode with move
 guiding), and records per seat what the study's fitness functions need. It never names a game:
 it reads the game's kernels, its observation planes, its `position_key` (the study's stale rule:
 a position seen more than `stale_limit` times ends the game) and its `tile_moves()` layout.
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from agents.neat_codec import (
+from agents.neat.codec import (
     AFTERSTATE,
     DECODINGS,
     MOVE_FEATURES,
@@ -33,7 +33,7 @@ from agents.neat_codec import (
     forward_logit,
     move_features,
 )
-from agents.neat_network import Packed
+from agents.neat.network import Packed
 from engine.bits import rand_below
 from engine.protocol import Game
 from engine.specialise import apply_action, bind, current_player, generic, legal_actions, returns

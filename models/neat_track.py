@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.neat_network import network, to_onnx
+from agents.neat.network import network, to_onnx
 from models.arena import Mapper
 from models.base import TrainingResult, artifact_metadata
 from models.neat import make_config, network_game_spec, write_json

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.neat_codec import num_inputs, num_outputs
-from agents.neat_network import Network, network, pack
+from agents.neat.codec import num_inputs, num_outputs
+from agents.neat.network import Network, network, pack
 from engine import load_game
 from engine.protocol import Game
 from models.neat import (

@@ -304,8 +304,8 @@ def evaluate(root: Path, g: int, game: Any, model: str, params: dict,
     solved = params.get("solved") or ""
     result: dict[str, Any] = {"model": model}
     if solved:
-        from agents.c4bench import agent_rate, policy_rate, read_positions
-        from agents.pv_net import PolicyValueNet
+        from agents.connect4_bench import agent_rate, policy_rate, read_positions
+        from agents.puct.pv_net import PolicyValueNet
 
         e = params["evaluate"]
         rows = read_positions(Path(solved))

@@ -63,7 +63,7 @@ def quantize(
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     from agents.base import AgentError
-    from agents.pv_net import PolicyValueNet
+    from agents.puct.pv_net import PolicyValueNet
 
     if positions < 20:
         raise ModelError("quantize: positions must be at least 20 (half calibrate, half check)")

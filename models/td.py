@@ -4,7 +4,7 @@ Read top to bottom: DEFAULTS holds every hyperparameter the study varies (learni
 activation, move selection, hidden size, learning rate, random factor), the run's own (games,
 opponent, seed) and the architecture (`network`: the study's one-hidden-layer network, or an
 n-tuple network); `train` builds the network, plays `games` training games in numba chunks
-(agents.td_net.self_play: self-play, or against a random player; any other agent spec is
+(agents.td.net.self_play: self-play, or against a random player; any other agent spec is
 played from Python, one kernel call per move), reports each chunk, checkpoints so a killed
 run resumes where it stopped, and exports to ONNX with a parity check (models.td_export).
 Any two-player turn-based game works: the network reads the game's observation."""
@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from agents.td_mlp import ACTIVATIONS, MLP
-from agents.td_net import EPSILON_GREEDY, SOFTMAX, Workspace, bound, self_play, supports, td_learn
-from agents.td_ntuple import NTuple
+from agents.td.mlp import ACTIVATIONS, MLP
+from agents.td.net import EPSILON_GREEDY, SOFTMAX, Workspace, bound, self_play, supports, td_learn
+from agents.td.ntuple import NTuple
 from engine.bits import new_rng
 from models.base import ModelError, TrainingResult
 from models.export import checked_params

@@ -1,10 +1,10 @@
 """TD networks to ONNX, checked against the numba network before the file is kept.
 
-The graph reads the `seat-observation` encoding (agents.value_features: seat 0's whole
+The graph reads the `seat-observation` encoding (agents.value.features: seat 0's whole
 observation, then a one-hot of the side to move) and has two outputs: `win_probability`, the
 side to move's estimate (seat 1's estimate v, or 1 - v for seat 0, the study's rule), which
 `alphabeta:eval=onnx:PATH` uses as its evaluation, and `value`, v itself. The weights travel as
-named initializers that agents.td_agent reads back to play with the numba loops.
+named initializers that agents.td.agent reads back to play with the numba loops.
 
   mlp     Slice → MatMul(w_in) → f → MatMul(w_out) → f                    (f: the activation)
   ntuple  cells = plane0 + 2 plane1 → Gather(lookup_cells) · powers → sum + offset
@@ -99,7 +99,7 @@ def _ntuple_nodes(network) -> tuple[list, list]:
 
 
 def _phase_nodes(network, initializers: list) -> list:
-    """Game stages (agents.td_ntuple.phase_of): floor(occupied * phases / (cells + 1)) tables
+    """Game stages (agents.td.ntuple.phase_of): floor(occupied * phases / (cells + 1)) tables
     of `stride` weights further on; nothing when the network has one stage."""
     from onnx import helper
 
@@ -172,9 +172,9 @@ def sample_positions(game, count: int, seed: int) -> tuple[np.ndarray, np.ndarra
 def export(game, network, params: dict[str, Any], path: str | Path) -> dict[str, Any]:
     """Writes PATH only when onnxruntime agrees with the numba network (max abs diff ≤ 1e-4)
     on positions from random games; the parity report goes beside it either way."""
-    from agents.onnx_runtime import session
-    from agents.td_net import encode
-    from agents.value_features import ValueEncoder
+    from agents.onnx.runtime import session
+    from agents.td.net import encode
+    from agents.value.features import ValueEncoder
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,7 @@ Two protocols, both seeded:
   games from the initial position, each side moving by the rule it trained with (ε-greedy at
   its random factor, or softmax), since greedy networks would replay one game 200 times; the
   cell is the row agent's share of wins (draws count for neither, as in the study's tables).
-  Networks against networks run wholly in numba (agents.td_net.duel).
+  Networks against networks run wholly in numba (agents.td.net.duel).
 - gridbots' (DESIGN.md, "Measuring strength"): greedy play against a named agent over seeded
   random openings, each played twice with sides swapped; the score counts a draw as half a
   win and comes with its 95% Wilson interval (engine.tournament).
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.td_net import GREEDY, RANDOM, Workspace, bound, duel
+from agents.td.net import GREEDY, RANDOM, Workspace, bound, duel
 from engine.bits import new_rng
 from engine.tournament import MatchConfig, play_pairing, score_summary, summarize_pairing
 
@@ -124,7 +124,7 @@ def versus_agent(
     """The network (`select` rule) against an agent spec over seeded openings with sides
     swapped: W/D/L, score with its 95% interval, mean move times (engine.tournament)."""
     from agents import make
-    from agents.td_agent import TDPlayer
+    from agents.td.agent import TDPlayer
 
     def make_seat(spec_: str, game_, seat_seed: int):
         if spec_ == LEARNER:
@@ -176,7 +176,7 @@ def train_and_measure(job: dict[str, Any]) -> dict[str, Any]:
     """Trains `job["params"]` on `job["game"]` into `job["out"]`, then measures the exported
     file (float32 weights, as deployed): greedy score against each `job["measure"]` spec
     ("random" runs in numba) over seeded openings with sides swapped."""
-    from agents.td_agent import read_network
+    from agents.td.agent import read_network
     from engine import parse_game_spec
     from models import td
 

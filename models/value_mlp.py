@@ -5,7 +5,7 @@ one-hot or count one-hot input, one sigmoid output, Adam. Labels come from AI-vs
 recorded position gets its game's final result for the side to move (outcome > 0 → 1, < 0 → 0,
 a draw 0.5, a soft label binary cross-entropy handles). Games are split whole between training
 and held-out data, since positions of one game are near-copies. Search agents use the exported
-ONNX model through agents.value_features, which encodes a single state exactly as the dataset
+ONNX model through agents.value.features, which encodes a single state exactly as the dataset
 encoder did (the metadata names the encoding and that encoder).
 """
 
@@ -46,6 +46,8 @@ DEFAULTS: dict[str, Any] = {
 GRID = ((2, 64), (2, 128), (2, 256), (2, 512), (2, 1024), (3, 1024))
 INPUT_NAME = "position"
 OUTPUT_NAME = "win_probability"
+#: the encoder as named in every export (now agents.value.features.encode_state): kept, so
+#: exports stay byte-identical to those made before agents/ was regrouped
 ENCODER = "agents.value_features.encode_state"
 
 

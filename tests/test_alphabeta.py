@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from agents import AgentError, make
-from agents.alphabeta import WIN_SCALE
+from agents.search.alphabeta import WIN_SCALE
 from engine import load_game
 from engine.conformance import check_game
 from engine.games.connect4 import Connect4
@@ -101,7 +101,7 @@ def test_fixed_depth_is_plain_minimax_value_and_move(name, depth, plies):
 def test_table_is_sized_to_the_search_and_never_changes_a_fixed_depth_move(connect4):
     """A fresh agent per game clears its whole table: a 2-ply search gets 2**10 entries, not
     2**20; a tiny table (heavy collisions) still plays the moves of the full one."""
-    from agents.alphabeta import table_size
+    from agents.search.alphabeta import table_size
 
     assert [table_size(7, d) for d in (0, 2, 4, 6, 9)] == [20, 10, 14, 19, 20]
     assert make("alphabeta:depth=2", connect4).core.tt[0].shape == (1 << 10,)
@@ -132,12 +132,12 @@ class SteppingClock:
 
 
 def test_respects_time_and_node_budget(connect4, monkeypatch):
-    import agents.search
+    import agents.search.core
 
     agent = make("alphabeta:ms=30", connect4)
     state = connect4.new_initial_state()
     clock = SteppingClock(0.0005)
-    monkeypatch.setattr(agents.search, "time", clock)
+    monkeypatch.setattr(agents.search.core, "time", clock)
     began = clock.now
     result = agent.search(state)
     # it deepened while the next depth fitted, and returned inside its 30 ms by its own clock
@@ -145,7 +145,7 @@ def test_respects_time_and_node_budget(connect4, monkeypatch):
     assert clock.now - began <= 0.030 + 1e-9  # its last reading may fall on the deadline
     # past the deadline after the first depth: that depth's move, nothing deeper
     late = SteppingClock(0.0005, jump_after=3)
-    monkeypatch.setattr(agents.search, "time", late)
+    monkeypatch.setattr(agents.search.core, "time", late)
     result = agent.search(state)
     assert result.depth == 1 and result.move in state.legal_actions()
     stopped = agent.core.search(state.array, 0, 12, budget=50)  # a node budget stops it

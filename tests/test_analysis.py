@@ -12,8 +12,8 @@ from test_alphabeta import root_values
 from test_hmm import copycat_arrays, copycat_moves
 
 from agents import AgentError, make
-from agents.alphabeta import WIN_SCALE
-from agents.seq_agent import SeqAgent
+from agents.search.alphabeta import WIN_SCALE
+from agents.sequence.agent import SeqAgent
 from engine import load_game
 from models import hmm
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from agents.base import Agent
-from agents.c4bench import (
+from agents.connect4_bench import (
     DEFAULT_FILE,
     Labelled,
     agent_rate,
@@ -20,7 +20,7 @@ from agents.c4bench import (
     read_positions,
     write_positions,
 )
-from agents.c4solver import Connect4Solver
+from engine.games.connect4.solver import Connect4Solver
 from engine.protocol import GameError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from agents.c4solver import Connect4Solver, parse_line, solve_lines
+from engine.games.connect4.solver import Connect4Solver, parse_line, solve_lines
 from engine.protocol import GameError
 
 NO_MOVE = -99

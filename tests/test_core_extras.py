@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from agents.search import AlphaBeta
+from agents.search.core import AlphaBeta
 from engine import load_game
 from engine.games.connect4 import evaluate as connect4_evaluate
 

@@ -10,8 +10,9 @@ import pytest
 from test_hmm import agreement, copycat_arrays
 
 from agents import AgentError, make
-from agents.crf_predictor import CrfPredictor
-from agents.seq_agent import crf_sidecar, load_predictor
+from agents.sequence.agent import load_predictor
+from agents.sequence.crf import CrfPredictor
+from agents.sequence.predictor import crf_sidecar
 from engine import load_game
 from features.encode import one_hot_actions
 from models import crf

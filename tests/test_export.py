@@ -15,7 +15,7 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from agents.onnx_runtime import session
+from agents.onnx.runtime import session
 from models import export
 from models.base import ModelError, artifact_metadata
 

@@ -1,4 +1,4 @@
-"""Gumbel AlphaZero's root in batched self-play (agents.puct_gumbel.GumbelRoots): the walk
+"""Gumbel AlphaZero's root in batched self-play (agents.puct.gumbel.GumbelRoots): the walk
 schedule and the move worked out by hand from the drawn noise, the improved policy, and the
 selfplay technique with it on Connect 4 and on pig (chance nodes, multi-action turns)."""
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.puct import Search
-from agents.puct_gumbel import C_SCALE, C_VISIT, GumbelRoots
-from agents.pv_net import PolicyValueNet, write_uniform_network
+from agents.puct.agent import Search
+from agents.puct.gumbel import C_SCALE, C_VISIT, GumbelRoots
+from agents.puct.pv_net import PolicyValueNet, write_uniform_network
 from engine import parse_game_spec
 from features.errors import DataError
 from features.generate import selfplay
@@ -88,8 +88,8 @@ def test_v_mix_completes_unvisited_moves_by_hand():
     0.3 / 0.2, the network's root value 0.1: v_mix = (0.1 + 6 * (0.5 * 0.5 + 0.3 * -0.5) / 0.8)
     / 7 = 0.85 / 7; the siblings' mean would give 0. With no child visited, v_mix is the root's
     own value."""
-    from agents.puct_gumbel import child_values
-    from agents.puct_tree import Forest
+    from agents.puct.gumbel import child_values
+    from agents.puct.tree import Forest
 
     f = Forest(1, 8, 4)
     f.first_child[0, 0], f.num_children[0, 0] = 1, 3

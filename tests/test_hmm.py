@@ -14,7 +14,7 @@ from hmmlearn.hmm import CategoricalHMM
 
 from agents import AgentError, make
 from agents.base import Agent
-from agents.hmm_predictor import HmmPredictor, forward_filter
+from agents.sequence.hmm import HmmPredictor, forward_filter
 from engine import load_game
 from engine.match import play_game
 from features import encode as enc
@@ -107,20 +107,20 @@ def test_predictor_resumes_its_filter_and_agrees_with_hmmlearn(tmp_path, monkeyp
     """The seat's kept forward vector: a context that extends the last one costs only its new
     rounds, any other (a new game, a shorter prefix) starts afresh; every score is hmmlearn's
     posterior at the last position; an impossible sequence gives zeros."""
-    import agents.hmm_predictor
+    import agents.sequence.hmm
 
     arrays, meta = copycat_arrays("qualitative")
     result = hmm.train(arrays, meta, {"player": 0, "outcomes": "all"}, tmp_path)
     predictor = hmm.load(result.artifact)["predictor"]
     model = predictor.models[0]
     filtered_lengths: list[int] = []
-    real = agents.hmm_predictor.forward_filter
+    real = agents.sequence.hmm.forward_filter
 
     def counting(start, trans, emit, obs, belief=None):
         filtered_lengths.append(len(obs))
         return real(start, trans, emit, obs, belief)
 
-    monkeypatch.setattr(agents.hmm_predictor, "forward_filter", counting)
+    monkeypatch.setattr(agents.sequence.hmm, "forward_filter", counting)
     rng = np.random.default_rng(3)
     rounds = rng.integers(-1, 7, size=(12, 2))
     contexts = [rounds[:k] for k in (0, 1, 2, 3, 6, 7, 2, 9, 12)]

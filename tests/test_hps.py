@@ -88,7 +88,7 @@ def test_playout_weighted_targets_and_a_cell_pooled_network(tmp_path):
               "holdout": 0.3}  # fmt: skip
     result = value_mlp.train(half, {"encoding": "value-planes", "game": spec}, params,
                              tmp_path / "model")  # fmt: skip
-    from agents.onnx_eval import open_session
+    from agents.onnx.runtime import open_session
 
     session, meta = open_session(result.artifact)
     assert meta["gridbots.pool"] == "mean"

@@ -15,7 +15,7 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from agents.onnx_runtime import session
+from agents.onnx.runtime import session
 from engine import load_game
 from features import encode as enc
 from features.store import generate_dataset, load_dataset

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from agents import AgentError, make
-from agents.file_agent import check_file, make_agent
-from agents.host import command
+from agents.isolated.file_agent import check_file, make_agent
+from agents.isolated.host import command
 from engine import load_game
 from engine.isolation import MAX_LINE, BotProcess, IsolatedPlayers
 from engine.match import InProcessPlayers, play_match, random_states, run_game

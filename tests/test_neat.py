@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from agents import make
-from agents.neat_codec import DECODINGS, decode, encode, forward, forward_logit
-from agents.neat_network import ONNX_ACTIVATIONS, network, pack, to_onnx
+from agents.neat.codec import DECODINGS, decode, encode, forward, forward_logit
+from agents.neat.network import ONNX_ACTIVATIONS, network, pack, to_onnx
 from engine import load_game
 from engine.games.territory import HEADER, IDS, MAX_TROOPS
 from models.neat import (
@@ -288,7 +288,7 @@ def test_sparring_against_the_greedy_red_starts_from_seeded_random_openings(tmp_
 def test_sparring_in_both_seats_plays_the_greedy_spreader_against_the_network_in_each(
     tmp_path, monkeypatch
 ):
-    from engine.games.territory_rules import greedy_action
+    from engine.games.territory.rules import greedy_action
     from models.neat_eval import SCRIPTED_SEAT, Batch
 
     params = {**TINY, "generations": 1, "rounds": 20, "sparring": 2, "playoff": 1,
@@ -327,7 +327,7 @@ def test_sparring_in_both_seats_plays_the_greedy_spreader_against_the_network_in
 
 def test_move_features_by_hand():
     """Blue sends 4 of 5 from (0,0) east onto red's 3: an attack that wins."""
-    from agents.neat_codec import MOVE_FEATURES, move_features
+    from agents.neat.codec import MOVE_FEATURES, move_features
 
     state = _state({0: 5, 1: -3, 35: -1})
     layout = state.game.tile_moves()
@@ -366,7 +366,7 @@ def test_move_features_count_the_tiles_a_move_wins_and_removes(
 ):
     """Study §2.2's attack rules worked by hand (feature 12: own tiles gained, 13: enemy tiles
     removed), then checked against the rules themselves: the move applied."""
-    from agents.neat_codec import MOVE_FEATURES, move_features
+    from agents.neat.codec import MOVE_FEATURES, move_features
 
     state = _state({**board, 35: -1})
     assert action in state.legal_actions(), case
@@ -385,7 +385,7 @@ def test_move_features_count_the_tiles_a_move_wins_and_removes(
 def test_tile_features_match_the_rules_on_every_legal_move_of_random_games():
     """Every legal move of 80 random duel positions: features 12 and 13 equal the change in tile
     counts the move makes, for blue and for red (the float32 observation the agent reads)."""
-    from agents.neat_codec import MOVE_FEATURES, move_features
+    from agents.neat.codec import MOVE_FEATURES, move_features
 
     game = load_game("territory")
     layout = game.tile_moves()

@@ -1,4 +1,4 @@
-"""Moves refused in the game's own words (engine.notation): the move and the legal ones in the
+"""Moves refused in the game's own words (engine.protocol): the move and the legal ones in the
 game's notation, the player as the board names it, the reason from the game's hook, a generic
 reason for games without one; the same words in match logs, in-process and isolated."""
 

@@ -13,9 +13,9 @@ import pytest
 from numba import njit
 
 from agents import AgentError, make
-from agents.alphabeta import AlphaBetaAgent
-from agents.onnx_eval import OnnxValue, value_encoder
-from agents.seq_agent import SeqAgent
+from agents.search.alphabeta import AlphaBetaAgent
+from agents.sequence.agent import SeqAgent
+from agents.value.onnx_eval import OnnxValue, value_encoder
 from engine import load_game
 from engine.games.connect4 import Connect4
 from features.encode import board_one_hot, count_one_hot

@@ -1,4 +1,4 @@
-"""gridbots agents as pyspiel.Bots (agents/openspiel_bot.py) in OpenSpiel's own evaluation
+"""gridbots agents as pyspiel.Bots (agents/openspiel/bot.py) in OpenSpiel's own evaluation
 function, on OpenSpiel's connect_four and othello and on the gridbots_ games; hand-worked
 positions check the mapping, a trained registry bot checks a whole game against gridbots."""
 
@@ -9,7 +9,7 @@ import pytest
 from optional import require_module
 
 from agents import make
-from agents.openspiel_agent import BotAgent, gridbots_state
+from agents.openspiel.agent import BotAgent, gridbots_state
 from engine import load_game
 from engine.match import play_game
 
@@ -19,7 +19,7 @@ pyspiel = require_module(
 from open_spiel.python.algorithms import mcts  # noqa: E402
 from open_spiel.python.algorithms.evaluate_bots import evaluate_bots  # noqa: E402
 
-from agents.openspiel_bot import make_bot  # noqa: E402
+from agents.openspiel.bot import make_bot  # noqa: E402
 
 
 def _play(game, history):
@@ -46,7 +46,7 @@ def test_connect_four_positions_map_with_their_orientation():
 @pytest.fixture(scope="module")
 def uniform(tmp_path_factory):
     """PUCT networks that know nothing: what PUCT finds comes from its search."""
-    from agents.pv_net import write_uniform_network
+    from agents.puct.pv_net import write_uniform_network
 
     folder = tmp_path_factory.mktemp("uniform")
     return {name: write_uniform_network(load_game(name), folder / f"{name}.onnx")

@@ -242,7 +242,7 @@ def test_openspiel_python_mcts_plays_a_full_game_slow(name):
 
 
 def test_evaluate_bots_runs_a_simultaneous_game_with_a_mix_of_bots():
-    from agents.openspiel_bot import make_bot
+    from agents.openspiel.bot import make_bot
 
     game = pyspiel.load_game("gridbots_lazerbike(players=3,start=random,seeds=20)")
     rng = np.random.RandomState(2)

@@ -97,7 +97,7 @@ def test_a_league_game_stops_on_an_illegal_candidate_move(othello):
 
 
 def test_straight_and_rectangle_shapes_place_every_position_once(othello):
-    from agents.td_ntuple import lookups, shape_tuples
+    from agents.td.ntuple import lookups, shape_tuples
 
     assert len(shape_tuples(8, 8, "straight-4")) == 8 * 5 * 2 + 5 * 5 * 2
     assert len(shape_tuples(8, 8, "rect-2x3")) == 7 * 6 * 2
@@ -113,8 +113,8 @@ def test_straight_and_rectangle_shapes_place_every_position_once(othello):
 
 @pytest.mark.parametrize("shapes", ["straight-4", "rect-2x3"])
 def test_shared_tables_value_symmetric_positions_equally(othello, shapes):
-    from agents.td_net import encode
-    from agents.td_ntuple import NTuple, cell_symmetries
+    from agents.td.net import encode
+    from agents.td.ntuple import NTuple, cell_symmetries
 
     net = NTuple.initial(othello, std=0.3, seed=1, shapes=shapes)
     rng = np.random.default_rng(5)
@@ -132,7 +132,7 @@ def test_shared_tables_value_symmetric_positions_equally(othello, shapes):
 
 @pytest.mark.slow
 def test_a_tiny_training_run_beats_random_in_a_tiny_league(othello, tmp_path):
-    from agents.td_agent import TDPlayer, read_network
+    from agents.td.agent import TDPlayer, read_network
     from models import td
 
     result = td.train(
@@ -157,8 +157,8 @@ def test_a_tiny_training_run_beats_random_in_a_tiny_league(othello, tmp_path):
 
 
 def test_the_training_counter_plays_the_league_s_weighted_piece_counter(othello):
-    from agents.td_net import Workspace, bound, counter_move
-    from agents.td_ntuple import NTuple
+    from agents.td.net import Workspace, bound, counter_move
+    from agents.td.ntuple import NTuple
     from engine.bits import new_rng
 
     network = NTuple.initial(othello, shapes="rect-2x2")
@@ -197,10 +197,10 @@ def test_a_counter_opponent_needs_its_weights():
 
 
 def test_game_stage_tables_incremental_child_values_and_the_search_leaf(othello, tmp_path):
-    from agents.td_agent import read_network
-    from agents.td_net import encode
-    from agents.td_ntuple import NTuple, nt_child_value, nt_prepare
-    from agents.td_search import leaf, pack
+    from agents.td.agent import read_network
+    from agents.td.net import encode
+    from agents.td.ntuple import NTuple, nt_child_value, nt_prepare
+    from agents.td.search import leaf, pack
     from models.td_export import export
 
     net = NTuple.initial(othello, std=0.3, seed=2, shapes="rect-2x2", phases=4)

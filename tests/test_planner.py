@@ -7,10 +7,11 @@ import pytest
 
 import agents
 from agents.base import AgentError
-from agents.planner import PlannerAgent, compress, read_grid
+from agents.search.planner import PlannerAgent, compress, read_grid
 from engine import load_game
 from engine.conformance import check_game
-from engine.games.sokoban import layout, level_names
+from engine.games.sokoban.levels import level_names
+from engine.games.sokoban.rules import layout
 from engine.match import play_game
 from engine.pathfind import DOWN, LEFT, RIGHT, UP
 

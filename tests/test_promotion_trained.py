@@ -97,8 +97,8 @@ def gate(version: str, games: int, seed: int = 0, name: str = NAME):
 def test_the_trained_versions_are_what_the_gate_will_compare(registry):
     """The networks really differ: 1 and 3 agree and beat chance on fresh endgames, 2 is
     worse than chance (it learned the flipped labels)."""
-    from agents.onnx_runtime import session
-    from agents.value_features import ValueEncoder
+    from agents.onnx.runtime import session
+    from agents.value.features import ValueEncoder
 
     _, versions, _ = registry
     assert [v.version for v in versions] == ["1", "2", "3"]
@@ -190,8 +190,8 @@ def test_registered_onnx_matches_its_own_keras_model(registry):
     """Parity against the framework itself: the registry's ONNX file, downloaded and run by
     onnxruntime, against the trained Keras model called directly, on the export's held-out
     inputs (the recorded tag must be that difference) and on fresh positions."""
-    from agents.onnx_runtime import session
-    from agents.value_features import ValueEncoder
+    from agents.onnx.runtime import session
+    from agents.value.features import ValueEncoder
     from models.export import PARITY_SAMPLES, TOLERANCE
     from models.registry import describe
 

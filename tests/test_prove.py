@@ -1,4 +1,4 @@
-"""`agents.search.prove` (a complete alpha-beta search under a time cap) and PUCT's `exact=`
+"""`agents.search.core.prove` (a complete alpha-beta search under a time cap) and PUCT's `exact=`
 option that plays what it proves, checked against the exact Connect 4 solver."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import pytest
 
 from agents import make
 from agents.base import AgentError
-from agents.c4solver import Connect4Solver
-from agents.pv_net import write_uniform_network
-from agents.search import AlphaBeta, Prover, prove
+from agents.puct.pv_net import write_uniform_network
+from agents.search.core import AlphaBeta, Prover, prove
 from engine import parse_game_spec
+from engine.games.connect4.solver import Connect4Solver
 
 GAME = parse_game_spec("connect4")
 GENEROUS_MS = 60_000.0  # returns as soon as it proves: the cap only keeps a slow machine green

@@ -8,9 +8,9 @@ import pytest
 
 from agents import make
 from agents.base import AgentError
-from agents.puct import SelfPlaySettings
-from agents.puct_gumbel import child_values, halving_phases, scores
-from agents.pv_net import write_uniform_network
+from agents.puct.agent import SelfPlaySettings
+from agents.puct.gumbel import child_values, halving_phases, scores
+from agents.puct.pv_net import write_uniform_network
 from engine import parse_game_spec
 from engine.match import play_game
 from engine.protocol import CHANCE
@@ -255,7 +255,7 @@ def test_prior_temperature_reshapes_the_networks_priors(temp, ratio):
     """prior_temp=T stores p ** (1/T), renormalised: 0.64 : 0.16 (4 : 1) becomes 2 : 1 at
     T = 2 and 16 : 1 at T = 1/2, 0.08 : 0.04 (2 : 1) becomes 2 ** (1/T) : 1, and the priors
     still sum to 1."""
-    from agents.puct import Search
+    from agents.puct.agent import Search
 
     game = parse_game_spec("connect4")
     search = Search(game, SharpNet(), 1, 4096, 1, 1.5, 0.25, prior_temp=temp)

@@ -177,7 +177,7 @@ def test_a_corrupt_onnx_artifact_is_refused(sandbox, versions):
 
 def test_a_registered_value_model_plays_through_the_real_onnx_agent(sandbox, versions, monkeypatch):
     """No stub agent here: `onnx:PATH` reads kind=value and searches with alphabeta on it."""
-    from agents.alphabeta import AlphaBetaAgent
+    from agents.search.alphabeta import AlphaBetaAgent
     from models import registry_agent
     from models.tracking import train
 

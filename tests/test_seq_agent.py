@@ -10,7 +10,7 @@ from test_hmm import agreement, copycat_games
 from test_onnx_eval import linear_model
 
 from agents import AgentError, make
-from agents.seq_agent import (
+from agents.sequence.agent import (
     MeanPredictor,
     Predictor,
     SeqAgent,

@@ -12,8 +12,8 @@ from test_onnx_eval import linear_model
 from test_seq_agent import bike_games
 
 from agents import make
-from agents.seq_agent import history_rounds, history_steps, neutral_scores
-from agents.sequence_codec import board_width, step_boards
+from agents.sequence.agent import history_rounds, history_steps, neutral_scores
+from agents.sequence.codec import board_width, step_boards
 from engine import load_game
 from features import encode as enc
 from features.errors import DataError
@@ -217,7 +217,7 @@ def test_a_conv_lstm_reads_each_board_as_planes_and_plays_from_its_export(tmp_pa
 def test_augmented_lazerbike_rounds_are_the_rounds_of_the_transformed_game(k):
     """`lstm augment` moves a sequence's bits without replaying it; replaying the rotated or
     mirrored game through the engine (turns swapped by reflections) gives the same bits."""
-    from agents.sequence_codec import one_hot_actions
+    from agents.sequence.codec import one_hot_actions
     from features.symmetry import game_symmetries, map_actions, round_gathers
 
     game = load_game("lazerbike")

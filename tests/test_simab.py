@@ -7,7 +7,7 @@ import pytest
 
 import agents
 from agents.base import AgentError
-from agents.simab import WIN_SCALE, search
+from agents.search.simab import WIN_SCALE, search
 from engine import load_game, parse_game_spec
 from engine.conformance import check_game
 from engine.games import lazerbike as lb

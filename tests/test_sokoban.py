@@ -8,7 +8,8 @@ import pytest
 
 from engine import SIMULTANEOUS, TERMINAL, load_game
 from engine.conformance import check_game
-from engine.games import sokoban as sk
+from engine.games.sokoban import levels
+from engine.games.sokoban import rules as sk
 from engine.protocol import GameError
 
 U, D, L, R, S = range(5)
@@ -53,7 +54,7 @@ def tiles(state, plane: int) -> set[tuple[int, int]]:
 
 # ---- levels and parsing --------------------------------------------------------------------
 def test_shipped_levels_and_defaults():
-    names = sk.level_names()
+    names = levels.level_names()
     assert len(names) >= 8 and set(SOLUTIONS) == set(names)
     game = load_game("sokoban")
     assert game.params["level"] == "first" and game.num_players == 1
@@ -103,7 +104,7 @@ def test_parse_headers_padding_and_default_limit(tmp_path):
 )
 def test_bad_levels(text, message):
     with pytest.raises(GameError, match=message):
-        sk.parse_level(text, "bad.txt")
+        levels.parse_level(text, "bad.txt")
 
 
 def test_bad_level_names(tmp_path):
@@ -390,7 +391,7 @@ def test_kernels_match_referee_and_deadlock_test_is_sound(tmp_path, name):
     position the deadlock test calls lost has no winning continuation (exhaustive search)."""
     text = SMALL_LEVELS[name]
     if text is None:
-        text = (sk.BOARDS / f"{name.split()[1]}.txt").read_text()
+        text = (levels.BOARDS / f"{name.split()[1]}.txt").read_text()
     game = make(tmp_path, *text.splitlines())
     size, walls, exits, start = read_level(text)
     graph: dict = {}
@@ -435,7 +436,7 @@ def test_multiplayer_laps_match_referee():
     rng = np.random.default_rng(7)
     for name in ("corridors", "duo", "trio", "quad"):
         game = load_game("sokoban", level=name)
-        text = (sk.BOARDS / f"{name}.txt").read_text()
+        text = (levels.BOARDS / f"{name}.txt").read_text()
         size, walls, _, position = read_level(text)
         for _ in range(30):
             state = game.new_initial_state()

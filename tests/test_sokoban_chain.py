@@ -13,9 +13,9 @@ import pytest
 from test_tracking import mlflow_sandbox
 
 from agents import make
-from agents.file_agent import make_agent
-from agents.seq_agent import history_rounds, neutral_scores
-from agents.sequence_codec import one_hot_actions
+from agents.isolated.file_agent import make_agent
+from agents.sequence.agent import history_rounds, neutral_scores
+from agents.sequence.codec import one_hot_actions
 from engine import parse_game_spec
 from engine.puzzles import attempt_rows, level_summary
 from features.store import generate_dataset

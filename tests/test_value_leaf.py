@@ -1,4 +1,4 @@
-"""A value MLP over tactics' planes run inside the alpha-beta loop (agents.value_leaf): the loop
+"""A value MLP over tactics' planes run inside the alpha-beta loop (agents.value.leaf): the loop
 computes what onnxruntime computes from the same file, for each shape the value-mlp family
 exports, and a search with it returns what the batched onnxruntime search returns."""
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from agents import make
-from agents.hps import MAX_DEPTH, PlanesValue
-from agents.search import BATCH, NETWORK, AlphaBeta
-from agents.value_leaf import leaf, loop_values, parity, read_chain, sample_states
+from agents.search.core import BATCH, NETWORK, AlphaBeta
+from agents.search.hps import MAX_DEPTH, PlanesValue
+from agents.value.leaf import leaf, loop_values, parity, read_chain, sample_states
 from engine import parse_game_spec
 
 SPEC = "tactics:units=1"
@@ -110,8 +110,8 @@ def test_a_graph_the_loop_cannot_read_runs_on_onnxruntime_in_batches(networks, t
 def test_hps_reads_a_trained_network_encoded_as_its_dataset(networks):
     """The search's inputs are the dataset's rows (value-planes, both sides of each position),
     and the file plays as the registry plays it (`onnx:PATH`, its kind read from metadata)."""
-    from agents.hps import HPSAgent
-    from agents.value_features import ValueEncoder
+    from agents.search.hps import HPSAgent
+    from agents.value.features import ValueEncoder
     from features import encode as enc
     from features.store import load_dataset
 

@@ -1,5 +1,5 @@
 """Value MLP: it separates won from lost Connect 4 endgames, its ONNX file works on states
-encoded by agents.value_features, and that encoder equals the dataset encoder.
+encoded by agents.value.features, and that encoder equals the dataset encoder.
 
 The endgame set is checkable truth: positions from seeded random games where the side to move
 wins at once (label 1) or loses whatever it plays (every move hands the opponent an immediate
@@ -16,10 +16,10 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from agents.c4solver import Connect4Solver
-from agents.onnx_runtime import session
-from agents.value_features import ValueEncoder, encode_state, input_size
+from agents.onnx.runtime import session
+from agents.value.features import ValueEncoder, encode_state, input_size
 from engine import load_game
+from engine.games.connect4.solver import Connect4Solver
 from engine.protocol import TERMINAL
 from features import encode as enc
 from features.store import generate_dataset, load_dataset

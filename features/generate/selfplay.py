@@ -20,7 +20,7 @@ moves get the full search and are recorded (playout-cap randomisation, KataGo); 
 `fast_sims` simulations and no record. With `gumbel` = M > 0 such agents spend each search's
 simulations by sequential halving over M root moves drawn by Gumbel noise on the network's
 logits, play the best of them and record the improved policy, softmax(logit + sigma(q)), as the
-target (Gumbel AlphaZero, agents.puct_gumbel; `gumbel_mix` completes the values of the moves
+target (Gumbel AlphaZero, agents.puct.gumbel; `gumbel_mix` completes the values of the moves
 the halving never visited by the paper's v_mix instead of their siblings' mean, so it changes
 nothing where every legal move is a candidate and the budget visits each); that noise
 replaces the Dirichlet noise and the temperature, which are then unused. Starting conditions
@@ -231,7 +231,7 @@ def generate_shard(
 
 def _batched_shard(game, self_play, p, seed, units, games, positions) -> None:
     """All games of a shard played together; rows added in unit order (deterministic ids)."""
-    from agents.puct import SelfPlaySettings
+    from agents.puct.agent import SelfPlaySettings
 
     settings = SelfPlaySettings(
         sims=0, fast_sims=p["fast_sims"], full_share=p["full_share"], parallel=p["parallel"],

@@ -4,7 +4,7 @@ The tree is enumerated depth first from the start state (no cut-offs: every stat
 to X moves (X = 0: the whole tree, for tiny games). Each enumerated decision state gets
 a-posteriori targets from final states chosen by search, so no target rests on an opponent's
 suicidal move: from the state, every player plays the move the shared alpha-beta core
-(agents.search) picks at depth Y (max for the player's team, min for the others, expectation
+(agents.search.core) picks at depth Y (max for the player's team, min for the others, expectation
 over chance, max-min over simultaneous laps), with the game's `evaluate` heuristic at the
 horizon or, for games without one, the mean of Z random playouts. `action_scores[a]` is the
 final return after `a` and such play; `outcome` is that of the searched move (`action`), whose
@@ -23,7 +23,7 @@ import pyarrow as pa
 from numba import njit
 
 from agents.guards import immediate_wins, win_buffers
-from agents.search import (
+from agents.search.core import (
     HEURISTIC,
     PLAYOUT,
     config,
@@ -33,7 +33,7 @@ from agents.search import (
     zero_evaluate,
     zero_network,
 )
-from agents.search import search as alphabeta
+from agents.search.core import search as alphabeta
 from engine.bits import new_rng
 from engine.loops import apply_child, expand, sample_chance
 from engine.protocol import CHANCE, SIMULTANEOUS, TERMINAL, Game

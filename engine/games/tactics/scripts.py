@@ -303,7 +303,7 @@ def scratch_buffers(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     )
 
 
-# ---- the portfolio as turn-level moves (agents/hps.py) ------------------------------------------
+# ---- the portfolio as turn-level moves (agents/search/hps.py) ---------------------------------
 @njit(cache=True)
 def seeded_draw(s, actions):
     """A chance outcome picked by a hash of the whole position: searches that meet the same
