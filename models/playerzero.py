@@ -103,16 +103,20 @@ def build(shape: dict[str, Any], blocks: int, channels: int, params: dict[str, A
     """The training network: (planes, mask) → (masked policy logits, value [batch, 1])."""
     layers = keras.layers
     reg = keras.regularizers.L2(float(params["l2"])) if params["l2"] else None
-    if len(shape["observation_shape"]) != 3:
+    observed = list(shape["observation_shape"])
+    if len(observed) not in (1, 3):
         raise ModelError(
-            f"playerzero reads planes-first (C, H, W) observations; {shape['game']} has "
-            f"{shape['observation_shape']}"
+            f"playerzero reads planes-first (C, H, W) or flat (C,) observations; {shape['game']} "
+            f"has {observed}"
         )
-    c, h, w = shape["observation_shape"]
+    c, h, w = observed if len(observed) == 3 else (observed[0], 1, 1)
     actions = shape["num_actions"]
-    planes = keras.Input((c, h, w), name=INPUTS[0])
+    planes = keras.Input(tuple(observed), name=INPUTS[0])
     mask = keras.Input((actions,), name=INPUTS[1])
-    x = layers.Permute((2, 3, 1))(planes)  # channels last: the CPU kernels want it
+    if len(observed) == 3:
+        x = layers.Permute((2, 3, 1))(planes)  # channels last: the CPU kernels want it
+    else:  # a flat observation (pig's scores) is one cell of C channels: the tower is an MLP
+        x = layers.Reshape((1, 1, c))(planes)
     x = layers.Dense(channels, activation="relu", kernel_regularizer=reg, name="encoder")(x)
 
     def conv_bn(x, filters, size, relu=True):

@@ -266,3 +266,30 @@ def test_a_copy_that_disagrees_too_often_is_refused_and_not_written(trained, tmp
         err = capsys.readouterr().err.strip()
         assert err.startswith("gridbots: error:") and len(err.splitlines()) == 1
     assert not out.exists()
+
+
+@pytest.mark.slow
+def test_a_flat_observation_trains_a_network_puct_plays(tmp_path):
+    """Pig observes four numbers, not planes: the tower reads them as one cell of four
+    channels, the export keeps the game's own input shape and PUCT plays it through the dice."""
+    options = {"x": 12, "agent": "mcts:sims=20", "shard_size": 12, "temperature_plies": 0}
+    generate_dataset(tmp_path / "data", "pig", "selfplay", options, seed=3)
+    game = parse_game_spec("pig")
+    arrays = planes(load_dataset(tmp_path / "data", "positions"), game)
+    assert arrays["planes"].shape[1:] == (4,)
+    params = {"scale": 1, "steps": 4, "batch_size": 32, "seed": 0}
+    result = playerzero.train(arrays, {"encoding": "planes", "game": "pig"}, params, tmp_path / "n")
+    net = PolicyValueNet(game, result.artifact)
+    state = game.new_initial_state()
+    policy, value = net(state.observation_tensor()[None], state.legal_actions_mask()[None] * 1.0)
+    assert policy.shape == (1, game.num_actions) and np.isclose(policy.sum(), 1.0)
+    assert -1.0 <= value[0] <= 1.0
+    agent = make(f"puct:model={result.artifact},sims=16", game, seed=0)
+    while not state.is_terminal():
+        if state.current_player() < 0:
+            state.apply_action(state.random_action(np.random.default_rng(len(state.history()))))
+            continue
+        move = agent.step(state)
+        assert move in state.legal_actions(), state.history()
+        state.apply_action(move)
+    assert sorted(state.returns()) == [-1.0, 1.0]
