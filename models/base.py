@@ -9,6 +9,18 @@ A family is a module under models/ (see FAMILIES) exposing:
       writes the model artifact into out_dir; reports per-epoch metrics through `progress`
       (a callable(epoch: int, metrics: dict[str, float]) or None)
 
+A family that learns by playing rather than from a dataset (TD, NEAT: ENCODINGS is empty) trains
+in its own chain's worker processes, which open no MLflow run, and is logged afterwards from
+what they return (models.tracking.log_records, log_played); for that it exposes
+
+  source(game, params) -> dict[str, str]   what stands for its dataset in a run and a version's
+      evidence (`game`, `dataset.path`, `dataset.sha256`, `dataset.manifest_hash`,
+      `dataset.encoding`: the encoding its network reads)
+  inputs(game, params) -> list             its MLflow dataset inputs (the setting it played in)
+  curves(history) -> {metric: [(step, value), ...]}   its training history as logged metrics
+
+Every family's runs are opened, its model logged and registered by models.tracking alone.
+
 Artifacts are ONNX (Keras families, exported with a parity check), JSON (HMM) or CRFsuite
 files (CRF): never pickles. Each artifact carries the metadata `artifact_metadata` lists, so
 an agent can tell what it is holding from the file alone.
@@ -30,6 +42,8 @@ FAMILIES = {
     "crf": "models.crf",
     "value-mlp": "models.value_mlp",
     "playerzero": "models.playerzero",
+    "td": "models.td",
+    "neat": "models.neat",
 }
 
 #: artifact kinds and the file suffix each travels as

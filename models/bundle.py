@@ -8,7 +8,7 @@ the model file, `card.json` + `card.md` (models.zoo's schema) and any evidence f
 checks everything before it touches the registry: the manifest, every listed file's hash and
 size, no file unlisted, every file a portable format by extension and content (models.portable:
 never a pickle), the card, and the model's kind. Only then does it open one MLflow run that logs
-the model and the bundle's files, register it through `models.registry.register_run` (the one
+the model and the bundle's files, register it through `models.tracking.register_trained` (the one
 registration path), and tag the version with the bundle's provenance and evidence. It never
 moves `production`, except with `production=True` on a name that has no production version yet.
 """
@@ -389,12 +389,12 @@ def import_bundle(folder: Path, name: str | None = None, production: bool = Fals
 
 
 def _register(checked: Checked, name: str, family: str, client: Any) -> str:
-    """One run logs the model and the bundle; register_run makes the version; tags follow."""
+    """One run logs the model and the bundle; models.tracking.register_trained makes the
+    version; tags follow."""
     import mlflow
 
     from models.base import TrainingResult
-    from models.mlflow_store import TrainedRun, experiment_id, log_artifact
-    from models.registry import register_run
+    from models.tracking import family_run, log_model, register_trained
 
     manifest, card = checked.manifest, checked.card
     source = manifest["source"]
@@ -421,19 +421,6 @@ def _register(checked: Checked, name: str, family: str, client: Any) -> str:
             metrics,
             extra_artifacts=sidecars,
         )
-        game = card.game.split(":", 1)[0]
-        with mlflow.start_run(
-            experiment_id=experiment_id(client, game), run_name=f"import {name}"
-        ) as run:
-            model_uri, _ = log_artifact(result)
-            mlflow.log_artifacts(str(checked.folder), artifact_path="bundle")
-            mlflow.set_tags(
-                {
-                    "gridbots.family": family,
-                    "gridbots.game": card.game,
-                    "gridbots.bundle.sha256": checked.digest,
-                }
-            )
         dataset = {
             "game": card.game,
             "dataset.path": tags.get("dataset.path", f"bundle {manifest['name']}"),
@@ -441,10 +428,14 @@ def _register(checked: Checked, name: str, family: str, client: Any) -> str:
             "dataset.manifest_hash": tags.get("dataset.manifest_hash", "not recorded"),
         }
         parity = tags.get("export.parity_max_abs_diff", "n/a")
-        trained = TrainedRun(run.info.run_id, params, result, model_uri, dataset, parity)
+        experiment = card.game.split(":", 1)[0]
+        bundle_tag = {"gridbots.bundle.sha256": checked.digest}
+        with family_run(experiment, f"import {name}", family, card.game, tags=bundle_tag):
+            trained = log_model(result, dataset, parity)
+            mlflow.log_artifacts(str(checked.folder), artifact_path="bundle")
         # the card names the model as {dir}/MODEL; the version holds it as {path}
         play_spec = str(manifest["spec"]).replace("{dir}/" + str(manifest["model"]), "{path}")
-        version = register_run(trained, client, play_spec=play_spec)
+        version = register_trained(trained, play_spec, client)
     for key, value in _provenance_tags(checked).items():
         client.set_model_version_tag(name, version, key, value[:TAG_LIMIT])
     return version

@@ -102,6 +102,10 @@ CASES = {
     "coevolution": "duel",
 }
 
+#: models.base's contract: NEAT learns by playing, its networks read the board's tiles
+ENCODINGS: tuple[str, ...] = ()
+ENCODING = "tiles"
+
 #: every training parameter (params.yaml territory.neat overrides any of them)
 DEFAULTS: dict[str, Any] = {
     "generations": 10,
@@ -495,3 +499,36 @@ RESUMABLE = (
 def lineage_params(params: dict[str, Any] | None) -> dict[str, Any]:
     """The parameters that make a run's evolution what it is."""
     return {k: v for k, v in jsonable(params or {}).items() if k not in RESUMABLE}
+
+
+# ---- what a run records of a network evolved by playing (models.base's contract) ------------
+def source(game: str, params: dict[str, Any]) -> dict[str, str]:
+    """What stands for the dataset of an evolved champion: its training case (`params["case"]`)."""
+    return {
+        "game": game,
+        "dataset.path": f"neuroevolution:{params.get('case', '?')}",
+        "dataset.sha256": "-",
+        "dataset.manifest_hash": "-",
+        "dataset.encoding": ENCODING,
+    }
+
+
+def inputs(game: str, params: dict[str, Any]) -> list[Any]:
+    """The MLflow input of a seed's run: what it evolved against (its case: a preset or
+    coevolution, and the rivals its parameters name); `params` carries `case`."""
+    from models.run_inputs import played_input
+
+    case = params.get("case", "?")
+    trained = {k: v for k, v in params.items() if k != "case"}
+    setting = {"game": game, "case": case, "seed": params.get("seed"), "params": trained}
+    return [played_input(f"territory {case} evolution", "evolution", setting)]
+
+
+def curves(history: list[dict[str, float]]) -> dict[str, list[tuple[int, float]]]:
+    """Per-generation rows as (generation, value) points."""
+    out: dict[str, list[tuple[int, float]]] = {}
+    for row in history:
+        for key, value in row.items():
+            if key != "generation":
+                out.setdefault(key, []).append((int(row["generation"]), float(value)))
+    return out

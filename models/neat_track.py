@@ -11,7 +11,6 @@ promotion stages treat it like any other family's model.
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from collections.abc import Callable
 from pathlib import Path
@@ -180,19 +179,19 @@ def train_case(
 ) -> dict[str, Any]:
     """Trains every seed (resuming from work/seed-N checkpoints), logs, exports, registers.
     `mapper` (a cluster: flows.stage_io.fan_out) trains the seeds elsewhere (`train_seed`);
-    their runs are then logged here from what they return and the files they wrote."""
+    their runs are then logged here from what they return and the files they wrote. The runs
+    and the version are written by models.tracking, as every family's."""
     import mlflow
 
-    from models.registry import register_run
-    from models.run_inputs import played_input
-    from models.tracking import TrainedRun, client, experiment_id, log_artifact
+    from models import neat
+    from models.tracking import family_run, log_curves, log_model, register_trained
 
-    mlflow_client = client()
-    exp = experiment_id(mlflow_client, experiment)
+    case_tags = {"gridbots.case": case, **(tags or {})}
     seeds_out: list[dict[str, Any]] = []
-    with mlflow.start_run(experiment_id=exp, run_name=f"territory-neat-{case}") as parent:
-        mlflow.set_tags({"gridbots.family": FAMILY, "gridbots.case": case, **(tags or {})})
-        mlflow.log_params({"case": case, "seeds": json.dumps(seeds)})
+    parent_params = {"case": case, "seeds": json.dumps(seeds)}
+    with family_run(
+        experiment, f"territory-neat-{case}", FAMILY, tags=case_tags, params=parent_params
+    ) as parent:
         jobs = [
             {"case": case, "params": {**params, "seed": seed}, "seed": seed,
              "work": str(Path(work, f"seed-{seed}").resolve()),
@@ -201,20 +200,17 @@ def train_case(
         ] if mapper else []  # fmt: skip
         remote = dict(zip(seeds, mapper(train_seed, jobs), strict=True)) if mapper else {}
         for seed in seeds:
-            with mlflow.start_run(experiment_id=exp, run_name=f"{case}-seed{seed}", nested=True):
-                # a seed trained elsewhere left its finished checkpoint: this reads it back
-                trainer = Trainer(case, {**params, "seed": seed}, work / f"seed-{seed}")
-                mlflow.log_params({k: json.dumps(v) for k, v in trainer.params.items()})
-                mlflow.set_tags({"gridbots.family": FAMILY, "gridbots.case": case, **(tags or {})})
-                # what the seed evolved against: the case (its preset or coevolution) and rivals
-                setting = {"game": network_game_spec(trainer.game), "case": case,
-                           "seed": seed, "params": trainer.params}  # fmt: skip
-                evolved = played_input(f"territory {case} evolution", "evolution", setting)
-                run_id = mlflow.active_run().info.run_id
-                mlflow_client.log_inputs(run_id, datasets=[evolved])
+            # a seed trained elsewhere left its finished checkpoint: this reads it back
+            trainer = Trainer(case, {**params, "seed": seed}, work / f"seed-{seed}")
+            game = network_game_spec(trainer.game)
+            evolved = neat.inputs(game, {**trainer.params, "case": case})
+            with family_run(
+                experiment, f"{case}-seed{seed}", FAMILY, tags=case_tags, inputs=evolved,
+                params={k: json.dumps(v) for k, v in trainer.params.items()}, nested=True,
+            ) as run:  # fmt: skip
 
                 def report(row: dict[str, float], seed: int = seed) -> None:
-                    _log_row(row)
+                    log_curves(neat.curves([row]))
                     if progress:
                         progress(seed, row)
 
@@ -226,8 +222,7 @@ def train_case(
                     onnx_path, gap = Path(remote[seed]["onnx"]), float(remote[seed]["parity"])
                     pictures = [seed_dir / "fitness.png", seed_dir / "game.png"]
                 else:
-                    for row in trainer.history:  # a resumed run: the generations already done
-                        _log_row(row)
+                    log_curves(neat.curves(trainer.history))  # a resumed run's generations
                     result = trainer.run(report)
                     onnx_path, gap, pictures = seed_files(trainer, result, seed_dir)
                 for picture in pictures:
@@ -239,7 +234,7 @@ def train_case(
                 seeds_out.append(
                     {
                         "seed": seed,
-                        "run_id": mlflow.active_run().info.run_id,
+                        "run_id": run.info.run_id,
                         "result": result,
                         "trainer": trainer,
                         "onnx": onnx_path,
@@ -258,38 +253,15 @@ def train_case(
             }
         )
         parent_id = parent.info.run_id
-    version = None
-    chosen: TrainedRun | None = None
-    with mlflow.start_run(run_id=best["run_id"]):  # the champion becomes that run's model
-        trained = TrainingResult(
-            FAMILY,
-            network_game_spec(best["trainer"].game),
-            "tiles",
-            best["trainer"].params,
-            best["onnx"],
-            "onnx",
-        )
-        model_uri, artifact_tags = log_artifact(trained)
-        parity_text = f"{best['parity']:.3g}"
-        mlflow.set_tags(
-            {
-                **artifact_tags,
-                "gridbots.model_uri": model_uri,
-                "export.parity_max_abs_diff": parity_text,
-            }
-        )
-        trained.metrics = {"best_fitness": best["result"].best_fitness}
-        dataset = {
-            "game": trained.game,
-            "dataset.path": f"neuroevolution:{case}",
-            "dataset.sha256": "-",
-            "dataset.manifest_hash": "-",
-        }
-        chosen = TrainedRun(
-            best["run_id"], best["trainer"].params, trained, model_uri, dataset, parity_text
-        )
-    if register:
-        version = register_run(chosen, mlflow_client)
+    game = network_game_spec(best["trainer"].game)
+    trained = TrainingResult(
+        FAMILY, game, neat.ENCODING, best["trainer"].params, best["onnx"], "onnx",
+        metrics={"best_fitness": best["result"].best_fitness},
+    )  # fmt: skip
+    dataset = neat.source(game, {"case": case})
+    # the champion becomes the model of its seed's run
+    chosen = log_model(trained, dataset, f"{best['parity']:.3g}", run_id=best["run_id"])
+    version = register_trained(chosen) if register else None
     return {
         "case": case,
         "parent_run_id": parent_id,
@@ -297,11 +269,3 @@ def train_case(
         "seeds": seeds_out,
         "version": version,
     }
-
-
-def _log_row(row: dict[str, float]) -> None:
-    import mlflow
-
-    step = int(row["generation"])
-    clean = {k: float(v) for k, v in row.items() if k != "generation" and math.isfinite(v)}
-    mlflow.log_metrics(clean, step=step)

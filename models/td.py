@@ -51,12 +51,24 @@ DEFAULTS: dict[str, Any] = {
     "counter_weights": [],  # opponent=counter: a weighted piece counter, one weight per cell
     "counter_epsilon": 0.1,  # opponent=counter: its random-move probability (the League's ε)
     "counter_share": 1.0,  # opponent=counter: the share of games against it (the rest self-play)
+    "heuristic_share": 0.0,  # opponent self|counter: share of games against the game's heuristic
+    "heuristic_depth": 2,  # ... searched to this depth (1 or 2), plain minimax
+    "heuristic_epsilon": 0.1,  # ... playing a random move with this probability
     "planes": 2,  # observation planes read (seat 0's pieces, seat 1's)
     "init_std": 0.0001,
     "seed": 0,
 }
 #: settings newer than some checkpoints: at their default they stay out of the fingerprint
-LATER = ("tuples", "phases", "counter_weights", "counter_epsilon", "counter_share")
+LATER = (
+    "tuples",
+    "phases",
+    "counter_weights",
+    "counter_epsilon",
+    "counter_share",
+    "heuristic_share",
+    "heuristic_depth",
+    "heuristic_epsilon",
+)
 CHUNK = 1000  # games between progress reports
 CHECKPOINT_SECONDS = 30.0  # a checkpoint at most this often (and at every curve point, the end)
 Progress = Callable[[int, dict[str, float]], None]
@@ -88,6 +100,14 @@ def check(params: dict[str, Any]) -> dict[str, Any]:
         raise ModelError("td: opponent=counter needs counter_weights (one weight per cell)")
     if not 0 <= p["counter_epsilon"] <= 1 or not 0 <= p["counter_share"] <= 1:
         raise ModelError("td: counter_epsilon and counter_share lie in [0, 1]")
+    if not 0 <= p["heuristic_share"] <= 1 or not 0 <= p["heuristic_epsilon"] <= 1:
+        raise ModelError("td: heuristic_share and heuristic_epsilon lie in [0, 1]")
+    if p["heuristic_depth"] not in (1, 2):
+        raise ModelError("td: heuristic_depth is 1 or 2")
+    if p["heuristic_share"] and p["opponent"] not in ("self", "counter"):
+        raise ModelError("td: heuristic_share mixes into opponent=self or opponent=counter")
+    if p["opponent"] == "counter" and p["counter_share"] + p["heuristic_share"] > 1 + 1e-9:
+        raise ModelError("td: counter_share + heuristic_share is at most 1")
     return p
 
 
@@ -101,6 +121,7 @@ def label(params: dict[str, Any]) -> str:
         out += f"-{p['tuples']}" if p["tuples"] != DEFAULTS["tuples"] else ""
         out += f"-p{p['phases']}" if p["phases"] != 1 else ""
         out += f"-vs-{p['opponent']}" if p["opponent"] in ("random", "counter") else ""
+        out += f"-heuristic{p['heuristic_depth']}" if p["heuristic_share"] else ""
         return f"ntuple{out}-{p['rule']}-{p['selection']}-lr{p['learning_rate']:g}{rf}"
     head = f"{p['rule']}-{p['activation']}-{p['selection']}"
     return f"{head}-h{p['hidden']}-lr{p['learning_rate']:g}{rf}"
@@ -176,6 +197,9 @@ class Trainer:
                 self._counter,
                 float(p["counter_epsilon"]),
                 float(p["counter_share"]),
+                int(p["heuristic_depth"]),
+                float(p["heuristic_epsilon"]),
+                float(p["heuristic_share"]),
                 self.rng,
                 *self._work,
                 out,
@@ -345,3 +369,40 @@ def _save_history(checkpoint: Path, history: dict[str, list[float]]) -> None:
 def _load_history(checkpoint: Path) -> dict[str, list[float]]:
     path = _history_path(checkpoint)
     return json.loads(path.read_text()) if path.is_file() else {}
+
+
+# ---- what a run records of a network that learned by playing (models.base's contract) ----------
+def source(game: str, params: dict[str, Any]) -> dict[str, str]:
+    """What stands for the dataset of a run that learned by playing: the training setting."""
+    opponent = params.get("opponent", "self")
+    return {
+        "game": game,
+        "dataset.path": f"{'self-play' if opponent == 'self' else 'play against ' + opponent}",
+        "dataset.sha256": "none (trained by playing)",
+        "dataset.manifest_hash": "none (trained by playing)",
+        "dataset.encoding": ENCODING,
+        "dataset.rows": str(params.get("games", "?")),
+    }
+
+
+def inputs(game: str, params: dict[str, Any]) -> list[Any]:
+    """The MLflow input of a TD run: its self-play or its opponent, with games and seed."""
+    from models.run_inputs import played_input
+
+    opponent = str(params.get("opponent", "self"))
+    setting = {"game": game, "opponent": opponent, "games": params.get("games"),
+               "seed": params.get("seed"), "encoding": ENCODING}  # fmt: skip
+    if opponent == "self":
+        return [played_input(f"{game} self-play", "self-play", setting)]
+    return [played_input(f"{game} vs {opponent}", "opponent", setting)]
+
+
+def curves(history: dict[str, list[float]]) -> dict[str, list[tuple[int, float]]]:
+    """`train`'s history as (games played, value) points: chunk reports at `games`, learning
+    curve points (`score…`) at `curve_games`."""
+    chunks, curve = history.get("games", []), history.get("curve_games", [])
+    return {
+        key: list(zip(curve if key.startswith("score") else chunks, values, strict=False))
+        for key, values in history.items()
+        if key not in ("games", "curve_games")
+    }

@@ -19,9 +19,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,6 +73,196 @@ class TrainOutcome:
     notes: list[str] = field(default_factory=list)
 
 
+# ---- the runs of every family -------------------------------------------------------------------
+# Every MLflow run gridbots writes is opened by `family_run` and its model logged by `log_model`,
+# whether the family trains here (`train`: a dataset family, its sweep a parent with nested runs)
+# or elsewhere and is logged afterwards from what it returned (`log_record`, `log_records`: a
+# family that learns by playing, whose configurations train in worker processes that open no
+# run); `register_trained` is the one way a logged model becomes a registry version.
+def log_params(params: dict[str, Any]) -> None:
+    """A configuration's parameters into the active run (anything but text as JSON)."""
+    import mlflow
+
+    mlflow.log_params(
+        {k: json.dumps(v) if not isinstance(v, str) else v for k, v in params.items()}
+    )
+
+
+def metric_name(key: str) -> str:
+    """MLflow's metric names allow no `=` or `,`: `score_vs_alphabeta:depth-3`."""
+    return re.sub(r"[^A-Za-z0-9_.\- /:]", "-", key)
+
+
+def finite(metrics: dict[str, Any]) -> dict[str, float]:
+    """The numbers among `metrics` MLflow can hold, under names it accepts."""
+    out = {}
+    for key, value in metrics.items():
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(number):
+            out[metric_name(key)] = number
+    return out
+
+
+def log_curves(curves: dict[str, Sequence[tuple[int, float]]]) -> None:
+    """Per-step metrics into the active run: name → (step, value) pairs."""
+    import mlflow
+
+    for key, points in curves.items():
+        for step, value in points:
+            if math.isfinite(float(value)):
+                mlflow.log_metric(metric_name(key), float(value), step=int(step))
+
+
+@contextmanager
+def family_run(
+    experiment: str,
+    name: str,
+    family_name: str,
+    game: str | None = None,
+    *,
+    params: dict[str, Any] | None = None,
+    tags: dict[str, str] | None = None,
+    inputs: Sequence[Any] = (),
+    nested: bool = False,
+) -> Iterator[Any]:
+    """An MLflow run of `family_name` (nested in the active run with `nested`) in experiment
+    `experiment` (made when missing), tagged with its family and game, its parameters and
+    MLflow inputs logged; yields the run."""
+    import mlflow
+
+    mlflow_client = client()
+    exp = experiment_id(mlflow_client, experiment)
+    with mlflow.start_run(experiment_id=exp, run_name=name, nested=nested) as run:
+        known = {"gridbots.family": family_name, **({"gridbots.game": game} if game else {})}
+        mlflow.set_tags({**known, **(tags or {})})
+        if params:
+            log_params(params)
+        if inputs:
+            mlflow_client.log_inputs(run.info.run_id, datasets=list(inputs))
+        yield run
+
+
+def log_model(
+    result: TrainingResult, dataset: dict[str, str], parity: str = "n/a", run_id: str | None = None
+) -> TrainedRun:
+    """`result`'s model file as the model of the active run (or of run `run_id`, reopened),
+    tagged with its artifact's metadata, the model URI and the export parity; the TrainedRun
+    `register_trained` registers."""
+    import mlflow
+
+    if run_id is not None and (mlflow.active_run() is None or
+                               mlflow.active_run().info.run_id != run_id):  # fmt: skip
+        with mlflow.start_run(run_id=run_id):
+            return log_model(result, dataset, parity)
+    model_uri, tags = log_artifact(result)
+    tags.update({"gridbots.model_uri": model_uri, "export.parity_max_abs_diff": parity})
+    mlflow.set_tags(tags)
+    run_id = mlflow.active_run().info.run_id
+    return TrainedRun(run_id, dict(result.params), result, model_uri, dataset, parity)
+
+
+def register_trained(
+    run: TrainedRun, play_spec: str | None = None, mlflow_client: Any = None
+) -> str:
+    """A logged model as a new version of `<game>-<family>` (models.registry.register_run)."""
+    from models.registry import register_run
+
+    return register_run(run, mlflow_client or client(), play_spec)
+
+
+def log_record(
+    record: dict[str, Any],
+    family_name: str,
+    game: str,
+    curves: dict[str, Sequence[tuple[int, float]]],
+    inputs: Sequence[Any] = (),
+) -> str:
+    """A configuration trained elsewhere (`record`: label, params, metrics and the model file
+    as `artifact`, which may be missing) as the active run's content; its run id."""
+    import mlflow
+
+    run_id = mlflow.active_run().info.run_id
+    log_params(record["params"])
+    mlflow.set_tags(
+        {"gridbots.family": family_name, "gridbots.game": game, "gridbots.config": record["label"]}
+    )
+    if inputs:
+        client().log_inputs(run_id, datasets=list(inputs))
+    log_curves(curves)
+    mlflow.log_metrics({f"final.{k}": v for k, v in finite(record["metrics"]).items()})
+    return run_id
+
+
+def _played(family_name: str, game: str, record: dict[str, Any]) -> tuple[dict, list]:
+    """(curves, MLflow inputs) of a record of a family that learns by playing (models.base)."""
+    module = family(family_name)
+    return module.curves(record.get("history") or {}), module.inputs(game, record["params"])
+
+
+def log_records(
+    experiment: str,
+    name: str,
+    family_name: str,
+    game: str,
+    records: Sequence[dict[str, Any]],
+    summary: dict[str, Any],
+    files: Sequence[Path] = (),
+) -> dict[str, Any]:
+    """A sweep of a family that learns by playing, trained elsewhere: a parent run `name` (the
+    summary's numbers, `files`) with one nested run per record (label, params, metrics,
+    history, the model file as `artifact` where kept, logged under `model/`); the parent names
+    `summary["best"]`'s run."""
+    import mlflow
+
+    ids: dict[str, str] = {}
+    tags = {"gridbots.size": str(len(records))}
+    with family_run(experiment, name, family_name, game, tags=tags) as parent:
+        mlflow.log_metrics(finite({k: v for k, v in summary.items() if not isinstance(v, dict)}))
+        for path in files:
+            if Path(path).is_file():
+                mlflow.log_artifact(str(path))
+        for record in records:
+            curves, inputs = _played(family_name, game, record)
+            with family_run(experiment, record["label"], family_name, game, nested=True):
+                ids[record["label"]] = log_record(record, family_name, game, curves, inputs)
+                artifact = Path(record.get("artifact") or "")
+                if artifact.is_file():
+                    mlflow.log_artifact(str(artifact), artifact_path="model")
+        if summary.get("best"):
+            best = str(summary["best"])
+            mlflow.set_tags({"best.config": best, "best.run_id": ids.get(best, "")})
+    return {"parent_run_id": parent.info.run_id, "runs": ids,
+            "experiment_id": parent.info.experiment_id}  # fmt: skip
+
+
+def log_played(
+    experiment: str, name: str, family_name: str, game: str, record: dict[str, Any]
+) -> dict[str, Any]:
+    """One configuration of a family that learns by playing, trained elsewhere, as a run with
+    its model (`record["artifact"]`, ONNX), registered as a new `<game>-<family>` version."""
+    module = family(family_name)
+    curves, inputs = _played(family_name, game, record)
+    source = module.source(game, record["params"])
+    with family_run(experiment, name, family_name, game):
+        log_record(record, family_name, game, curves, inputs)
+        result = TrainingResult(
+            family_name,
+            game,
+            source["dataset.encoding"],
+            record["params"],
+            Path(record["artifact"]),
+            "onnx",
+            metrics=finite(record["metrics"]),
+        )
+        parity = str(record["metrics"].get("parity_max_abs_diff", "n/a"))
+        trained = log_model(result, source, parity)
+    version = register_trained(trained)
+    return {"run_id": trained.run_id, "model_uri": trained.model_uri, "version": version}
+
+
 def _run_one(
     module: Any,
     family_name: str,
@@ -84,9 +276,7 @@ def _run_one(
     import mlflow
 
     run_id = mlflow.active_run().info.run_id
-    mlflow.log_params(
-        {k: json.dumps(v) if not isinstance(v, str) else v for k, v in params.items()}
-    )
+    log_params(params)
     mlflow.log_params({**dataset, "family": family_name})
     mlflow.set_tags({"gridbots.family": family_name, "gridbots.game": dataset["game"]})
     path, digest = Path(dataset["dataset.path"]), dataset["dataset.sha256"]
@@ -109,17 +299,15 @@ def _run_one(
                 mlflow.log_metric(key, float(value), step=step)
     finals = {k: float(v) for k, v in result.metrics.items()}
     mlflow.log_metrics({f"final.{k}": v for k, v in finals.items() if math.isfinite(v)})
-    model_uri, tags = log_artifact(result)
-    parity = parity_of(result)  # now: the report lives in a scratch folder
-    tags.update({"gridbots.model_uri": model_uri, "export.parity_max_abs_diff": parity})
-    mlflow.set_tags(tags)
+    trained = log_model(result, dataset, parity_of(result))  # parity now: a scratch report
     for extra in result.extra_artifacts:
         if Path(extra).is_file() and Path(extra) not in sidecars(result):
             mlflow.log_artifact(str(extra), artifact_path="extra")
     png = out_dir / "training_curve.png"
     curve_png(history, finals, png, f"{family_name} on {dataset['game']} ({run_id[:8]})")
     mlflow.log_artifact(str(png), artifact_path="plots")
-    return TrainedRun(run_id, params, result, model_uri, dataset, parity)
+    trained.params = params
+    return trained
 
 
 def _label(config: dict[str, str]) -> str:
@@ -266,9 +454,7 @@ def train(
             if state is not None:
                 kept.save_state(base, {**state, "finished": True})
     if register:
-        from models.registry import register_run
-
-        outcome.version = register_run(best, mlflow_client)
+        outcome.version = register_trained(best, mlflow_client=mlflow_client)
     return outcome
 
 

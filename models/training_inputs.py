@@ -115,6 +115,11 @@ def load_dataset(path: Path, module: Any, family_name: str) -> tuple[dict, dict,
     """(arrays, meta, dataset description) of an encoded file the family can train on."""
     from features.encode import load
 
+    if not getattr(module, "ENCODINGS", ()):
+        raise ModelError(
+            f"{family_name} learns by playing, not from an encoded dataset: "
+            f"its chain's stages train it (gridbots stage --help)"
+        )
     if not path.is_file():
         raise ModelError(f"no encoded dataset at {path} (make one with gridbots encode)")
     try:
