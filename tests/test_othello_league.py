@@ -227,3 +227,84 @@ def test_game_stage_tables_incremental_child_values_and_the_search_leaf(othello,
     for s in (othello.new_initial_state(seed=0).array, state.array):
         v = net.value(encode(othello, s, 2))
         assert evaluate(s, 1, weights) == pytest.approx(2 * v - 1, abs=1e-6)
+
+
+def _depth2_values(game, state, mover):
+    """Plain depth-2 minimax of the game's heuristic for `mover`, worked in Python over the
+    engine's states (the reply maximises when the opponent must pass)."""
+    values = {}
+    for move in state.legal_actions():
+        child = state.clone()
+        child.apply_action(move)
+        if child.is_terminal():
+            values[move] = game.evaluate(child.array, mover)
+            continue
+        reply = child.current_player()
+        leaves = []
+        for answer in child.legal_actions():
+            grandchild = child.clone()
+            grandchild.apply_action(answer)
+            leaves.append(game.evaluate(grandchild.array, mover))
+        values[move] = max(leaves) if reply == mover else min(leaves)
+    return values
+
+
+def test_the_heuristic_training_opponent_plays_depth_2_minimax(othello):
+    from agents.td.net import Workspace, bound, heuristic_move
+    from agents.td.ntuple import NTuple
+    from engine.bits import new_rng
+
+    network = NTuple.initial(othello, shapes="rect-2x2")
+    move = bound(othello, heuristic_move, network)
+    moves, _values, child, *_ = Workspace(othello).arrays
+    rng, play_rng, checked, greedy_differs = new_rng(0), np.random.default_rng(5), 0, 0
+    for seed in range(4):
+        state = othello.new_initial_state(seed=seed)
+        for _ in range(50):
+            if state.is_terminal():
+                break
+            mover = state.current_player()
+            if len(state.legal_actions()) > 1:
+                values = _depth2_values(othello, state, mover)
+                chosen = int(move(state.array, mover, 2, 0.0, rng, moves, child))
+                assert values[chosen] == pytest.approx(max(values.values())), (chosen, values)
+                one_ply = int(move(state.array, mover, 1, 0.0, rng, moves, child))
+                greedy_differs += values[one_ply] < max(values.values()) - 1e-12
+                checked += 1
+            state.apply_action(int(play_rng.choice(state.legal_actions())))
+    assert checked > 100
+    assert greedy_differs > 0  # depth 1 is a different player: the test can tell them apart
+
+
+def test_a_run_mixing_the_heuristic_opponent_trains_and_checks_its_shares(othello):
+    from models import td
+    from models.base import ModelError
+
+    with pytest.raises(ModelError, match="at most 1"):
+        td.check(
+            {
+                "opponent": "counter",
+                "counter_weights": [1.0],
+                "counter_share": 0.6,
+                "heuristic_share": 0.5,
+            }
+        )
+    with pytest.raises(ModelError, match="heuristic_depth"):
+        td.check({"heuristic_share": 0.5, "heuristic_depth": 3})
+    params = {
+        "network": "ntuple",
+        "tuples": "rect-2x2",
+        "games": 40,
+        "learning_rate": 0.01,
+        "heuristic_share": 1.0,
+        "heuristic_epsilon": 0.0,
+    }
+    trainer = td.Trainer(othello, params)
+    out = trainer.run(40)
+    assert np.abs(trainer.network.lut).sum() > 0
+    # the learner sits on seat g % 2 and meets the heuristic every game: a 1-ply untrained
+    # network against a depth-2 search loses most games from both seats
+    learner_results = np.where(np.arange(40) % 2 == 1, out, -out)
+    assert learner_results.mean() < 0.0, learner_results
+    selfplay = td.Trainer(othello, {**params, "heuristic_share": 0.0}).run(40)
+    assert not np.array_equal(out, selfplay)

@@ -58,6 +58,11 @@ def learn(net, x, v, rate, delta):
     raise TypeError("learn is only available inside a bound loop")
 
 
+def evaluate(s, player):
+    """Placeholder: `bound` supplies the game's heuristic (the heuristic training opponent)."""
+    raise TypeError("evaluate is only available inside a bound loop")
+
+
 @njit(cache=True, inline="always")
 def result_value(out):
     """A finished game's value on the network's scale: seat 1's return in [-1, 1] → [0, 1]."""
@@ -224,6 +229,37 @@ def counter_move(s, mover, weights, epsilon, rng, moves, child, obs):
 
 
 @generic
+def heuristic_move(s, mover, depth, epsilon, rng, moves, child):
+    """The game's own heuristic (`evaluate`, the one alpha-beta searches with) searched to depth
+    1 or 2 for `mover`, plain minimax, the first best move winning ties; a uniformly random move
+    with probability epsilon. A training opponent that, unlike the weighted piece counter, counts
+    mobility and looks at the reply: the learner meets positions a searching player steers to."""
+    n = legal_actions(s, mover, moves)
+    if n == 1 or rand_unit(rng) < epsilon:
+        return moves[rand_below(rng, n)]
+    replies = np.empty(moves.shape[0], dtype=np.int64)
+    grandchild = np.empty_like(child)
+    best, best_value = 0, -np.inf
+    for k in range(n):
+        child[:] = s
+        apply_action(child, moves[k])
+        reply = current_player(child)
+        if depth < 2 or reply == TERMINAL:
+            value = evaluate(child, mover)
+        else:
+            m = legal_actions(child, reply, replies)
+            value = -np.inf if reply == mover else np.inf
+            for j in range(m):
+                grandchild[:] = child
+                apply_action(grandchild, replies[j])
+                leaf = evaluate(grandchild, mover)
+                value = max(value, leaf) if reply == mover else min(value, leaf)
+        if value > best_value:
+            best, best_value = k, value
+    return moves[best]
+
+
+@generic
 def self_play(
     start,
     net,
@@ -237,6 +273,9 @@ def self_play(
     counter,
     counter_epsilon,
     counter_share,
+    heuristic_depth,
+    heuristic_epsilon,
+    heuristic_share,
     rng,
     moves,
     values,
@@ -253,14 +292,20 @@ def self_play(
     learns at every turn (the random moves are its environment).
     opponent_random = 2: as 1 against the weighted piece counter `counter` (one weight per
     cell) that plays a random move with probability counter_epsilon (counter_move), in a
-    share counter_share of the games (drawn game by game); the others are self-play."""
+    share counter_share of the games (drawn game by game); the others are self-play.
+    Mode 3: as 1 against the game's heuristic searched to heuristic_depth (heuristic_move)
+    with heuristic_epsilon, in a share heuristic_share of the games (after counter_share's,
+    with opponent 0 or 2): one run may mix self-play, the counter and the heuristic."""
     s = start.copy()
     for g in range(games):
         s[:] = start
         learner = g % 2
         mode = opponent_random
-        if mode == 2 and counter_share < 1.0 and rand_unit(rng) >= counter_share:
-            mode = 0
+        if mode == 2 and counter_share < 1.0:
+            u = rand_unit(rng)
+            mode = 2 if u < counter_share else (3 if u < counter_share + heuristic_share else 0)
+        elif mode == 0 and heuristic_share > 0.0:
+            mode = 3 if rand_unit(rng) < heuristic_share else 0
         while True:
             mover = current_player(s)
             if mover == TERMINAL:
@@ -271,6 +316,9 @@ def self_play(
                 forced = moves[rand_below(rng, n)]
             elif mode == 2 and mover != learner:
                 forced = counter_move(s, mover, counter, counter_epsilon, rng, moves, child, obs)
+            elif mode == 3 and mover != learner:
+                depth = heuristic_depth
+                forced = heuristic_move(s, mover, depth, heuristic_epsilon, rng, moves, child)
             action = td_learn(
                 s,
                 net,
@@ -357,6 +405,7 @@ def supports(game) -> str | None:
 
 def bound(game, loop, network):
     """The compiled copy of a loop of this module for one game and one network architecture."""
+    from agents.search.loop import zero_evaluate
     from engine.specialise import bind
 
     hook_prepare, hook_child, hook_current, hook_learn = network.hooks
@@ -368,4 +417,5 @@ def bound(game, loop, network):
         child_value=hook_child,
         current_value=hook_current,
         learn=hook_learn,
+        evaluate=game.evaluate or zero_evaluate,
     )
