@@ -8,7 +8,7 @@ values of that very environment. The training is models.td.train itself (resumab
 plays --curve-games League games at one ply and the point records games, the League score
 and interval, and the CPU hours of training so far (CPU time, not wall time: the machine is
 shared). With --register the finished run is logged to MLflow and registered as a version of
-`othello-td` (models.td_runs.log_and_register, the td-long stage's own step).
+`othello-td` (models.tracking.log_played, the td-long stage's own step).
 
     NUMBA_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/othello_ntuple.py \
         --tuples lines-corners --phases 8 --opponent counter --games 3000000 \
@@ -47,9 +47,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--counter-share", type=float, default=1.0, help="games against the counter, rest self-play"
     )
+    parser.add_argument(
+        "--heuristic-share",
+        type=float,
+        default=0.0,
+        help="games against the game's heuristic at --heuristic-depth (after the counter's)",
+    )
+    parser.add_argument("--heuristic-depth", type=int, default=2, choices=(1, 2))
+    parser.add_argument("--heuristic-epsilon", type=float, default=0.1)
+    parser.add_argument("--init", default="", help="an exported td model whose weights start it")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--curve-every", type=int, default=250_000)
     parser.add_argument("--curve-games", type=int, default=500)
+    parser.add_argument("--curve-seed", type=int, default=0, help="League seed of the curve")
+    parser.add_argument(
+        "--curve-minimax",
+        type=int,
+        default=0,
+        help="games against study 002's depth-3 minimax per curve point (openings seed 7000)",
+    )
     parser.add_argument("--checkpoint", type=Path, required=True, help="an .npz under data/")
     parser.add_argument("--out", type=Path, required=True, help="folder of model.onnx")
     parser.add_argument("--register", action="store_true", help="log to MLflow and register")
@@ -80,6 +96,10 @@ def main(argv: list[str] | None = None) -> int:
         "random_factor": args.epsilon,
         "games": args.games,
         "seed": args.seed,
+        "heuristic_share": args.heuristic_share,
+        "heuristic_depth": args.heuristic_depth,
+        "heuristic_epsilon": args.heuristic_epsilon,
+        "init": args.init,
     }
     if args.opponent == "counter":
         params.update(
@@ -92,7 +112,12 @@ def main(argv: list[str] | None = None) -> int:
     def curve(network, games: int) -> dict[str, float]:
         spent["cpu_s"] += time.process_time() - clock["since"]
         player = TDPlayer(game, network)
-        result = league(game, lambda s: player.action(s.array), args.curve_games, seed=0)
+        result = league(
+            game, lambda s: player.action(s.array), args.curve_games, seed=args.curve_seed
+        )
+        point = {}
+        if args.curve_minimax:
+            point["score_minimax3"] = minimax_score(network, args.curve_minimax)
         temp = history_path.with_name(f".{history_path.name}.{os.getpid()}.tmp")
         temp.write_text(json.dumps(spent))
         os.replace(temp, history_path)
@@ -102,7 +127,28 @@ def main(argv: list[str] | None = None) -> int:
             "league_low": result["ci95"][0],
             "league_high": result["ci95"][1],
             "cpu_hours": spent["cpu_s"] / 3600,
+            **point,
         }
+
+    def minimax_score(network, games: int) -> float:
+        """One ply against alphabeta:depth=3,results=flat, openings of seed 7000 (not the
+        evaluation's 1000), through the exported file as the zoo plays it."""
+        from agents import make
+        from engine.match import play_match
+        from models.td_export import export
+
+        path = args.checkpoint.with_suffix(".curve.onnx")
+        export(game, network, td.check(params), path)
+        spec, rival = f"td:model={path}", "alphabeta:depth=3,results=flat"
+        match = play_match(
+            game,
+            lambda s: make(spec, game, seed=s),
+            lambda s: make(rival, game, seed=s),
+            games,
+            seed=7000,
+            opening=4,
+        )
+        return (match.wins + match.draws / 2) / match.games
 
     columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:,}"))
     progress_bar = Progress(*columns, TimeElapsedColumn(), console=Console(stderr=True))
@@ -112,7 +158,9 @@ def main(argv: list[str] | None = None) -> int:
         def progress(games: int, metrics: dict[str, float]) -> None:
             bar.update(task, completed=games)
             if "score_league" in metrics:
-                bar.console.print(f"{games:,} games: League {metrics['score_league']:.3f}")
+                against = metrics.get("score_minimax3")
+                rest = f", minimax d3 {against:.3f}" if against is not None else ""
+                bar.console.print(f"{games:,} games: League {metrics['score_league']:.3f}{rest}")
 
         try:
             result = td.train(
@@ -135,12 +183,11 @@ def main(argv: list[str] | None = None) -> int:
         "artifact": str(result.artifact),
     }
     if args.register:
-        from models.td_runs import log_and_register
+        from models.tracking import log_played
 
         os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{Path('mlflow.db').resolve()}")
-        entry["registered"] = log_and_register(
-            entry, "othello", "othello-td-long-ntuple_systematic"
-        )
+        name = "othello-td-long-ntuple_systematic"
+        entry["registered"] = log_played("othello", name, "td", "othello", entry)
     text = json.dumps(entry, indent=2, default=str)
     (args.out / "run.json").write_text(text + "\n")
     print(text)

@@ -54,6 +54,7 @@ DEFAULTS: dict[str, Any] = {
     "heuristic_share": 0.0,  # opponent self|counter: share of games against the game's heuristic
     "heuristic_depth": 2,  # ... searched to this depth (1 or 2), plain minimax
     "heuristic_epsilon": 0.1,  # ... playing a random move with this probability
+    "init": "",  # an exported td model (ONNX) of the same network whose weights start the run
     "planes": 2,  # observation planes read (seat 0's pieces, seat 1's)
     "init_std": 0.0001,
     "seed": 0,
@@ -68,6 +69,7 @@ LATER = (
     "heuristic_share",
     "heuristic_depth",
     "heuristic_epsilon",
+    "init",
 )
 CHUNK = 1000  # games between progress reports
 CHECKPOINT_SECONDS = 30.0  # a checkpoint at most this often (and at every curve point, the end)
@@ -155,6 +157,8 @@ class Trainer:
             self.network = initial_network(game, p)
         except ValueError as problem:
             raise ModelError(f"td: {problem}") from None
+        if p["init"]:
+            self._start_from(Path(p["init"]))
         self._net = self.network.arrays()
         self.rng = new_rng(p["seed"])
         self.games_done = 0
@@ -169,6 +173,24 @@ class Trainer:
             from agents import make
 
             self._opponent = make(p["opponent"], game, seed=p["seed"])
+
+    def _start_from(self, path: Path) -> None:
+        """Copies the weights of an exported network of the same shape (a warm start)."""
+        from agents.base import AgentError
+        from agents.td.agent import read_network
+
+        try:
+            start, _meta = read_network(path, self.game)
+        except AgentError as problem:
+            raise ModelError(f"td: init: {problem}") from None
+        mine, theirs = self.network.weights(), start.weights()
+        if mine.keys() != theirs.keys() or any(mine[k].shape != theirs[k].shape for k in mine):
+            raise ModelError(f"td: init: {path} is not a network of this run's shape")
+        for key in ("lookup_cells", "offset"):
+            if key in mine and not np.array_equal(mine[key], theirs[key]):
+                raise ModelError(f"td: init: {path} reads other tuples than this run's")
+        for key, array in mine.items():
+            array[...] = theirs[key]
 
     def rate(self) -> float:
         """The learning rate now: decayed by lr_final ** (share of the games already played)."""

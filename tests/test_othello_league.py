@@ -308,3 +308,22 @@ def test_a_run_mixing_the_heuristic_opponent_trains_and_checks_its_shares(othell
     assert learner_results.mean() < 0.0, learner_results
     selfplay = td.Trainer(othello, {**params, "heuristic_share": 0.0}).run(40)
     assert not np.array_equal(out, selfplay)
+
+
+def test_a_run_starts_from_an_exported_network_of_its_own_shape(othello, tmp_path):
+    from models import td
+    from models.base import ModelError
+    from models.td_export import export
+
+    params = {"network": "ntuple", "tuples": "rect-2x2", "phases": 2, "games": 30}
+    first = td.Trainer(othello, {**params, "learning_rate": 0.05})
+    first.run(30)
+    export(othello, first.network, first.params, tmp_path / "first.onnx")
+    warm = td.Trainer(othello, {**params, "init": str(tmp_path / "first.onnx")})
+    assert np.allclose(warm.network.lut, first.network.lut.astype(np.float32), atol=0)
+    assert np.abs(warm.network.lut).sum() > 0
+    assert warm.fingerprint() != td.Trainer(othello, params).fingerprint()
+    with pytest.raises(ModelError, match="shape"):
+        td.Trainer(othello, {**params, "phases": 1, "init": str(tmp_path / "first.onnx")})
+    with pytest.raises(ModelError, match="init"):
+        td.Trainer(othello, {**params, "init": str(tmp_path / "missing.onnx")})
