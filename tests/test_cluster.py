@@ -359,9 +359,8 @@ TD_GRID = {"games": 20, "eval_games": 2, "opponent": "alphabeta:depth=1,results=
 
 def _td_reference(root: Path) -> dict[str, dict]:
     """Each configuration trained and measured in this process (no Prefect, no Dask)."""
-    from flows.pipeline.stages.td import grid_configs
-    from flows.pipeline.td_jobs import job
     from models.td_matches import train_and_measure
+    from models.td_sweep import grid_configs, job
 
     out = {}
     for name, p in grid_configs(TD_BASE, TD_GRID["axes"]).items():

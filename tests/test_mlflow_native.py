@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from flows.entry import main
 from test_tracking import make_dataset, mlflow_sandbox
 
 from engine import load_game
+from flows.entry import main
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*noload.*", "ignore::UserWarning")
 BIN = Path(sys.executable).parent
@@ -411,15 +411,14 @@ def test_a_td_run_logs_its_self_play_and_registers_a_bot_that_plays(tmp_path, mo
     """A run that learned by playing: its input is the self-play setting, its version a bot."""
     from agents import make
     from models import td
-    from models.td_runs import log_and_register
-    from models.tracking import client
+    from models.tracking import client, log_played
 
     with mlflow_sandbox(tmp_path, tmp_path):
         params = {"games": 20, "seed": 1}
         result = td.train("othello", params, tmp_path / "td")
         entry = {"params": result.params, "metrics": result.metrics, "label": "tiny",
                  "artifact": str(result.artifact), "history": result.history}  # fmt: skip
-        done = log_and_register(entry, "othello", "othello-td-tiny")
+        done = log_played("othello", "othello-td-tiny", "td", "othello", entry)
         inputs = client().get_run(done["run_id"]).inputs.dataset_inputs
         assert [i.dataset.name for i in inputs] == ["othello self-play"]
         assert {t.key: t.value for t in inputs[0].tags}["mlflow.data.context"] == "self-play"

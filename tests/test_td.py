@@ -412,7 +412,7 @@ def test_ntuple_leaf_inside_the_core_matches_its_one_ply_play(othello, ntuple_tr
 
 def test_a_killed_sweep_resumes_from_its_finished_configurations(tmp_path, monkeypatch):
     import models.td_matches
-    from flows.pipeline.td_jobs import job, kept_job
+    from models.td_sweep import job, kept_job
 
     def make(seed: int) -> dict:
         return job("othello", {"games": 20, "hidden": 4, "seed": seed}, tmp_path / "c", [], 0, 0)

@@ -1,7 +1,9 @@
-"""Helpers of the TD chain's flows: worker-process jobs with a progress bar, stage outputs,
-the long runs and their curve file (pipeline/stages/td.py). Every job is a dict of plain values
-with its paths absolute, so that on a cluster (a `mapper`: stage_io.fan_out) it runs on any
-worker sharing the data root and its result comes back as files there plus a small dict."""
+"""Helpers of the TD chain's flows (pipeline/stages/td.py): its jobs run in worker processes
+with a progress bar, earlier stages' outputs read back, the long runs' curve file. The jobs
+themselves (what a configuration is, the work it does) are models.td_sweep's: each a dict of
+plain values with its paths absolute, so that on a cluster (a `mapper`: stage_io.fan_out) it runs
+on any worker sharing the data root and its result comes back as files there plus a small
+dict."""
 
 from __future__ import annotations
 
@@ -61,73 +63,6 @@ def run_jobs(
                     results[futures[future]] = future.result()
                     bar.advance(task_id)
     return [r for r in results if r is not None]
-
-
-def job(game: str, params: dict, out: Path, measure: list[str], games: int, seed: int) -> dict:
-    return {
-        "game": game,
-        "params": params,
-        "out": str(out),
-        "measure": measure,
-        "measure_games": games,
-        "seed": seed,
-        "opening": 4,
-    }
-
-
-def kept_job(job: dict) -> dict:
-    """train_and_measure that keeps its result beside its model (OUT/entry.json, written
-    last) and returns that one when the same job runs again: a killed sweep resumes where it
-    stopped instead of training every configuration again."""
-    from flows.pipeline.stage_io import write_json
-    from models.td_matches import train_and_measure
-
-    done = Path(job["out"]) / "entry.json"
-    if done.is_file():
-        entry = json.loads(done.read_text())
-        if entry.get("job") == job and Path(entry["artifact"]).is_file():
-            return entry
-    entry = {**train_and_measure(job), "job": job}
-    write_json(done, entry)
-    return entry
-
-
-def long_job(job: dict) -> dict:
-    """One long run in a worker process: resumable training with its learning curve."""
-    import time
-
-    from engine import parse_game_spec
-    from models import td
-    from models.td_matches import curve_point
-
-    began = time.perf_counter()
-    game = parse_game_spec(job["game"])
-    point = curve_point(game, job["curve_opponents"], job["curve_games"], job["params"]["seed"])
-
-    def progress(games: int, metrics: dict) -> None:
-        if "curve_games" in metrics:
-            scores = ", ".join(
-                f"{k[9:]} {v:.3f}" for k, v in metrics.items() if k.startswith("score_vs_")
-            )
-            print(f"{job['name']}: {games:,} games: {scores}", flush=True)
-
-    result = td.train(
-        job["game"],
-        job["params"],
-        job["out"],
-        progress=progress,
-        curve=point,
-        curve_every=job["curve_every"],
-        checkpoint=job["checkpoint"],
-    )
-    return {
-        "label": td.label(result.params),
-        "params": result.params,
-        "metrics": result.metrics,
-        "history": result.history,
-        "artifact": str(result.artifact),
-        "seconds": time.perf_counter() - began,
-    }
 
 
 def write_curve(path: Path, histories: dict[str, dict[str, list[float]]]) -> None:

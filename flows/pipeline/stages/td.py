@@ -26,7 +26,6 @@ stopped.
 
 from __future__ import annotations
 
-import itertools
 import shutil
 import time
 from pathlib import Path
@@ -36,35 +35,13 @@ from prefect import flow, task
 
 from flows.pipeline.stage_io import RETRIES, atomic_dir, fan_out, use_tracking, write_json
 from flows.pipeline.stage_runs import log_stage_run
-from flows.pipeline.td_jobs import (
-    job,
-    kept_job,
-    long_job,
-    read_output,
-    run_jobs,
-    write_curve,
-)
+from flows.pipeline.td_jobs import read_output, run_jobs, write_curve
+from models.td_sweep import grid_configs, job, kept_job, long_job, rank_key, study_design
 
 CHECKPOINTS = Path(".cache") / "td"
 
 
 # ---- td-study ------------------------------------------------------------------------------------
-def study_design(base: dict, vary: dict[str, list]) -> tuple[dict[str, dict], dict[str, list]]:
-    """(configurations by label, {parameter: [label of each value]}): the base configuration and
-    one parameter changed at a time; a configuration shared by several rows is trained once."""
-    from models.td import label
-
-    configs = {label(base): dict(base)}
-    rows: dict[str, list] = {}
-    for key, values in vary.items():
-        rows[key] = []
-        for value in values:
-            params = {**base, key: value}
-            configs.setdefault(label(params), params)
-            rows[key].append([str(value), label(params)])
-    return configs, rows
-
-
 @task(**RETRIES)
 def study_matrices(
     spec: str, models: dict[str, dict], rows: dict[str, list], games: int, seed: int
@@ -185,29 +162,12 @@ def study_flow(root: Path, params: dict, game: str, on_cluster: bool = False) ->
 
 @task(**RETRIES)
 def log_runs(game: str, name: str, entries: list[dict], summary: dict, files: list) -> dict:
-    from models.td_runs import log_sweep
+    from models.tracking import log_records
 
-    return log_sweep(name, game, entries, summary, files=files)
+    return log_records(game, name, "td", game, entries, summary, files=files)
 
 
 # ---- td-grid -------------------------------------------------------------------------------------
-def grid_configs(base: dict, axes: dict[str, list]) -> dict[str, dict]:
-    """Every combination of the axes (softmax ignores the random factor: one run per rest)."""
-    from models.td import label
-
-    keys = list(axes)
-    configs: dict[str, dict] = {}
-    for combo in itertools.product(*(axes[k] for k in keys)):
-        params = {**base, **dict(zip(keys, combo, strict=True))}
-        configs.setdefault(label(params), params)
-    return configs
-
-
-def rank_key(entry: dict, opponent: str) -> tuple[float, float]:
-    m = entry["metrics"]
-    return (m.get(f"score_vs_{opponent}", 0.0), m.get("score_vs_random", 0.0))
-
-
 @flow(name="td-grid")
 def grid_flow(root: Path, params: dict, game: str, on_cluster: bool = False) -> dict[str, Any]:
     root = _home(root, on_cluster)
@@ -291,7 +251,7 @@ def long_runs(root: Path, game: str, settings: dict) -> dict[str, dict]:
 
 @flow(name="td-long")
 def long_flow(root: Path, params: dict, game: str, on_cluster: bool = False) -> dict[str, Any]:
-    from models.td_runs import log_and_register
+    from models.tracking import log_played
 
     root = _home(root, on_cluster)
     use_tracking(params, root)
@@ -317,7 +277,7 @@ def long_flow(root: Path, params: dict, game: str, on_cluster: bool = False) -> 
                         mapper=fan_out if on_cluster else None)  # fmt: skip
         summary = {}
         for name, entry in zip(runs, done, strict=True):
-            entry["registered"] = log_and_register(entry, game, f"{game}-td-long-{name}")
+            entry["registered"] = log_played(game, f"{game}-td-long-{name}", "td", game, entry)
             entry["artifact"] = f"{name}/model.onnx"
             write_json(scratch / name / "run.json", entry)
             summary[name] = entry
