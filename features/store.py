@@ -8,6 +8,12 @@ leaves whole shards and a manifest that says `complete: false`; running the same
 deletes stray temporary files, skips finished shards and ends with the dataset an uninterrupted
 run writes (every shard is a pure function of game, params, seed and shard number, so the
 number of workers changes nothing). A different command on an existing dataset is refused.
+
+The folder holds nothing of how it was made: no timings, hosts, worker ids or dates, so the same
+command writes the same bytes (DVC sees an unchanged output, and a regenerated dataset leaves its
+downstream stages up to date). How a run went (each shard's worker and seconds, the run's
+seconds) is returned with the final manifest (`run`), for the caller to report (the pipeline's
+generate stage writes it to its metrics file).
 """
 
 from __future__ import annotations
@@ -172,6 +178,8 @@ class Plan:
         self.tasks = tasks  # one per shard still to generate, for run_shard (any process)
         self.planned = int(manifest["planned_shards"])
         self.started = time.time()
+        self.began = time.strftime("%Y-%m-%dT%H:%M:%S")
+        self.shard_runs: dict[str, dict[str, Any]] = {}  # this run's shards: worker, seconds
 
     @property
     def done(self) -> int:
@@ -184,11 +192,14 @@ class Plan:
             os.replace(temp, shard_path(self.root, table, result["shard"]))
         for table in TABLES:
             _fsync_dir(self.root / table)
+        how = {key: result.pop(key) for key in ("worker", "seconds") if key in result}
+        self.shard_runs[str(result["shard"])] = how
         self.manifest["shards"][str(result["shard"])] = result
         _save(self.root, self.manifest)
 
     def finish(self) -> dict[str, Any]:
-        """Marks the dataset complete (every planned shard committed); the final manifest."""
+        """Marks the dataset complete (every planned shard committed); the final manifest, with
+        this run's record under `run` (never written into the folder)."""
         done = self.manifest["shards"]
         missing = [k for k in range(self.planned) if str(k) not in done]
         if missing:
@@ -199,12 +210,14 @@ class Plan:
         manifest["complete"] = True
         manifest["content_hash"] = _content_hash(done)
         manifest["counts"] = {t: sum(s["rows"][t] for s in done.values()) for t in TABLES}
-        manifest["timings"]["seconds"] = round(
-            manifest["timings"].get("seconds", 0.0) + time.time() - self.started, 3
-        )
-        manifest["timings"]["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
         _save(self.root, manifest)
-        return manifest
+        run = {
+            "seconds": round(time.time() - self.started, 3),
+            "started": self.began,
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "shards": dict(sorted(self.shard_runs.items(), key=lambda item: int(item[0]))),
+        }
+        return {**manifest, "run": run}
 
 
 def plan(
@@ -328,6 +341,10 @@ def _open(root: Path, game, identity: dict[str, Any], planned: int) -> dict[str,
             )
         manifest["complete"] = False
         manifest["content_hash"] = None
+        manifest.pop("timings", None)  # what a manifest written before issue 68 held
+        for shard in manifest["shards"].values():
+            shard.pop("worker", None)
+            shard.pop("seconds", None)
         return manifest
     if root.exists() and any(not p.name.endswith(TEMP_SUFFIX) for p in _listing(root)):
         raise DataError(f"{root} is not empty and holds no gridbots dataset; use another --out")
@@ -347,7 +364,6 @@ def _open(root: Path, game, identity: dict[str, Any], planned: int) -> dict[str,
         "complete": False,
         "content_hash": None,
         "counts": {},
-        "timings": {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "seconds": 0.0},
     }
     _save(root, manifest)
     return manifest

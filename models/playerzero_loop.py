@@ -143,7 +143,7 @@ def self_play(root: Path, game_spec: str, params: dict, state: dict, g: int,
         shutil.rmtree(folder)  # an unfinished generation made with other settings: start over
         manifest = generate_dataset(folder, game_spec, TECHNIQUE, options, seed, workers,
                                     progress, mapper)  # fmt: skip
-    seconds = float(manifest["timings"]["seconds"])
+    seconds = float(manifest["run"]["seconds"])
     positions = int(manifest["counts"]["positions"])
     return {
         "agent": options["agent"],

@@ -68,8 +68,8 @@ def _stage(root: Path, env: dict[str, str], *args: str, wait: bool = True, game:
 
 
 def _maker_pids(root: Path) -> set[int]:
-    manifest = json.loads((root / "data" / "connect4" / "selfplay" / "manifest.json").read_text())
-    return {int(s["worker"].rpartition(":")[2]) for s in manifest["shards"].values()}
+    run = json.loads((root / "metrics" / "connect4" / "generate-selfplay.json").read_text())
+    return {int(s["worker"].rpartition(":")[2]) for s in run["shards"].values()}
 
 
 def _hash(root: Path) -> str:

@@ -81,5 +81,5 @@ def generate(
     typer.echo(
         f"{out}: {counts['games']} games, {counts['sequences']} sequences, "
         f"{counts['positions']} positions in {manifest['planned_shards']} shards "
-        f"({manifest['timings']['seconds']:.1f} s)"
+        f"({manifest['run']['seconds']:.1f} s)"
     )

@@ -1,5 +1,8 @@
 """The generate stage: a dataset's shards fanned out on the task runner, each committed as it
-finishes through the store's plan (features.store.plan), so a killed stage resumes."""
+finishes through the store's plan (features.store.plan), so a killed stage resumes.
+
+The dataset folder holds the same bytes whoever made it and when; how this run went (each
+shard's worker and seconds) goes to metrics/GAME/generate-TECHNIQUE.json."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from typing import Any
 
 from prefect import flow
 
-from flows.pipeline.stage_io import fan_out, task_runner
+from flows.pipeline.stage_io import fan_out, task_runner, write_json
 
 
 def generate_flow(root: Path, params: dict, game: str, technique: str, dask: str | None = None):
@@ -37,4 +40,5 @@ def _generate(root: Path, params: dict, game: str, technique: str) -> dict[str, 
     for result in fan_out(store.run_shard, job.tasks):
         job.commit(result)
     manifest = job.finish()
+    write_json(Path(root) / "metrics" / game / f"generate-{technique}.json", manifest["run"])
     return {"counts": manifest["counts"], "content_hash": manifest["content_hash"]}
