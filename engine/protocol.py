@@ -3,6 +3,9 @@
 Every game keeps its whole position in one flat int64 array and exposes pure-ish numba kernels
 over it (see `KernelSet`). `State` is the only Python object per position; search and data
 generation never create one per node, they call the kernels directly.
+
+A refused move is explained here too, in the game's own notation (`describe_illegal`, at the
+end): the words IllegalActionError carries and match and tournament logs and the terminal use.
 """
 
 from __future__ import annotations

@@ -14,8 +14,11 @@ import numpy as np
 from numba import njit
 
 from engine.bits import popcount
+from engine.kernel_cache import stamp_package
 from engine.protocol import CHANCE, TERMINAL, Game, GameError, KernelSet
 from engine.registry import register
+
+stamp_package(__path__[0])  # the rules and the solver's kernels: one cache stamp for both
 
 WIDTH, HEIGHT = 7, 6
 STRIDE = HEIGHT + 1

@@ -28,8 +28,12 @@ from typing import Any, ClassVar
 import numpy as np
 from numba import njit
 
-from engine.games.territory import notation
-from engine.games.territory.rules import (  # noqa: F401  (re-exported)
+from engine.kernel_cache import stamp_package
+
+stamp_package(__path__[0])  # before any kernel module compiles: one cache stamp for all
+
+from engine.games.territory import notation  # noqa: E402
+from engine.games.territory.rules import (  # noqa: E402, F401  (re-exported)
     ANY,
     ATTACK,
     CONQUER,
@@ -70,8 +74,8 @@ from engine.games.territory.rules import (  # noqa: F401  (re-exported)
     sign_of,
     tile_counts,
 )
-from engine.protocol import TERMINAL, Game, GameError, KernelSet
-from engine.registry import register
+from engine.protocol import TERMINAL, Game, GameError, KernelSet  # noqa: E402
+from engine.registry import register  # noqa: E402
 
 
 # ---- kernels ----------------------------------------------------------------------------------
