@@ -62,9 +62,11 @@ def ntuple_leaf(s, player, weights):
     phases, stride = int(weights[5]), int(weights[6])
     obs = np.zeros(length, dtype=np.float32)
     observation(s, 0, obs)
+    state = np.empty(cells, dtype=np.int64)  # each cell's state, read once, not per lookup
     occupied = 0
     for k in range(cells):
-        occupied += obs[k] + obs[cells + k] != 0.0
+        state[k] = int(obs[k]) + 2 * int(obs[cells + k])
+        occupied += state[k] != 0
     shift = phase_of(occupied, phases, cells) * stride
     head = 7
     offsets = head + lookups * width
@@ -73,11 +75,12 @@ def ntuple_leaf(s, player, weights):
     for i in range(lookups):
         at = int(weights[offsets + i]) + shift
         power = 1
+        row = head + i * width
         for j in range(width):
-            k = int(weights[head + i * width + j])
+            k = int(weights[row + j])
             if k < 0:
                 break
-            at += int(obs[k] + 2.0 * obs[cells + k]) * power
+            at += state[k] * power
             power *= 3
         total += weights[tables + at]
     return _for_player(total if linear else 1.0 / (1.0 + math.exp(-total)), player)
