@@ -82,11 +82,9 @@ def evaluate_task(root: Path, g: int, game: Any, model: str, settings: dict,
 @task(**STEP)
 def register_task(root: Path, g: int, run: dict, summary: dict, run_id: str, gate: dict) -> dict:
     """Logs the accepted network into the generation's run, registers it, runs the gate."""
-    import mlflow
-
     from models.base import TrainingResult
-    from models.registry import promote_if_better, register_run
-    from models.tracking import TrainedRun, client, file_hash, log_artifact
+    from models.registry import promote_if_better
+    from models.tracking import client, file_hash, log_model, register_trained
 
     done = loop.read_json(loop.gen_dir(root, g) / "registered.json")
     if done is not None:
@@ -94,8 +92,6 @@ def register_task(root: Path, g: int, run: dict, summary: dict, run_id: str, gat
     metrics = {**run["metrics"], **_flat_metrics(summary)}
     result = TrainingResult("playerzero", summary["game"], "planes", run["params"],
                             Path(root) / run["model"], "onnx", metrics)  # fmt: skip
-    with mlflow.start_run(run_id=run_id):
-        model_uri, _ = log_artifact(result)
     encoded = loop.gen_dir(root, g) / "encoded.npz"
     dataset = {
         "game": summary["game"],
@@ -104,9 +100,9 @@ def register_task(root: Path, g: int, run: dict, summary: dict, run_id: str, gat
         "dataset.manifest_hash": summary["selfplay"]["content_hash"],
     }
     parity = f"{float(run['metrics'].get('parity_max_abs_diff', float('nan'))):.3g}"
-    trained = TrainedRun(run_id, run["params"], result, model_uri, dataset, parity)
+    trained = log_model(result, dataset, parity, run_id=run_id)  # into the generation's run
     mlflow_client = client()
-    version = register_run(trained, mlflow_client)
+    version = register_trained(trained, mlflow_client=mlflow_client)
     name = f"{summary['game'].split(':', 1)[0]}-playerzero"
     evidence = {
         "playerzero.generation": g + 1,
