@@ -20,6 +20,8 @@ what they return (models.tracking.log_records, log_played); for that it exposes
   curves(history) -> {metric: [(step, value), ...]}   its training history as logged metrics
 
 Every family's runs are opened, its model logged and registered by models.tracking alone.
+A family that trains on some games only names them as `GAMES` (NEAT: territory, whose tile
+moves its networks decode); `check_game` refuses any other with one line (exit 2).
 
 Artifacts are ONNX (Keras families, exported with a parity check), JSON (HMM) or CRFsuite
 files (CRF): never pickles. Each artifact carries the metadata `artifact_metadata` lists, so
@@ -72,6 +74,14 @@ def family(name: str) -> ModuleType:
     if name not in FAMILIES:
         raise ModelError(f"unknown model family {name!r}; known: {', '.join(FAMILIES)}")
     return importlib.import_module(FAMILIES[name])
+
+
+def check_game(family_name: str, game: str) -> None:
+    """ModelError when family `family_name` cannot train on `game` (a game name or spec)."""
+    games = getattr(family(family_name), "GAMES", None)
+    name = game.split(":", 1)[0]
+    if games is not None and name not in games:
+        raise ModelError(f"{family_name} trains on {', '.join(games)} only, not {name}")
 
 
 #: rows a sequence family learns from: outcome > threshold (wins: the study's choice; all: every

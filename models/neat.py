@@ -105,6 +105,7 @@ CASES = {
 #: models.base's contract: NEAT learns by playing, its networks read the board's tiles
 ENCODINGS: tuple[str, ...] = ()
 ENCODING = "tiles"
+GAMES = ("territory",)  # the training cases are its presets, the decodings its tile moves
 
 #: every training parameter (params.yaml territory.neat overrides any of them)
 DEFAULTS: dict[str, Any] = {

@@ -149,7 +149,7 @@ def neat(
     Dask cluster), the champion registered."""
     from flows.pipeline.stages.neat import neat_stage
 
-    summary = neat_stage(ROOT, load("neat", game, name, params), name, dask)
+    summary = neat_stage(ROOT, load("neat", game, name, params), game, name, dask)
     typer.echo(
         f"trained/{game}/{name}: best fitness {summary['metrics']['best_fitness']:.2f} "
         f"(seed {summary['best_seed']}), version {summary['version']}, parity {summary['parity']}"
@@ -159,9 +159,9 @@ def neat(
 @stage_app.command("study")
 def study(game: GAME, params: PARAMS = DEFAULT_PARAMS):
     """studies/GAME/README.md: the chain's figures beside its study's."""
-    from flows.pipeline.stages.study import study_flow
+    from flows.pipeline.stages.study import study_stage
 
-    typer.echo(str(study_flow(ROOT, load("study", game, None, params))))
+    typer.echo(str(study_stage(ROOT, load("study", game, None, params), game)))
 
 
 @stage_app.command("playerzero")

@@ -1,11 +1,12 @@
-"""`gridbots stage neat territory NAME`: one NEAT training case of study 003, every seed.
+"""`gridbots stage neat GAME NAME`: one NEAT training case (study 003: territory), every seed.
 
 Export, tournament and promotion of the territory chain are the pipeline's generic stages: this
-stage leaves `trained/territory/NAME/run.json` in the shape they read, with the champion logged
-and registered as a `territory-neat` version.
+stage leaves `trained/GAME/NAME/run.json` in the shape they read, with the champion logged and
+registered as a `GAME-neat` version. A model of GAME that is not a NEAT case, or a game NEAT does
+not train on (models.base.check_game), gets one line and exit 2.
 
 A killed stage resumes: every seed checkpoints its populations (JSON) after each generation under
-`checkpoints/territory/NAME/<parameters hash>/seed-N`, outside DVC's outputs, so a rerun with the
+`checkpoints/GAME/NAME/<parameters hash>/seed-N`, outside DVC's outputs, so a rerun with the
 same parameters continues where it stopped and other parameters start afresh. With a Dask address
 (stage_io.dask_address) every seed is a cluster task (models.neat_track.train_seed): it
 trains from that checkpoint on a worker and writes its files into the stage's folder in the shared
@@ -22,14 +23,31 @@ from typing import Any
 
 from prefect import flow
 
-from flows.pipeline.stage_io import atomic_dir, fan_out, lineage, run_flow, use_tracking, write_json
+from flows.pipeline.stage_io import (
+    StageError,
+    atomic_dir,
+    fan_out,
+    lineage,
+    run_flow,
+    use_tracking,
+    write_json,
+)
 from flows.pipeline.stages.train import tag_runs, write_curve
 
-GAME = "territory"
 
+def model_settings(params: dict, game: str, name: str) -> dict[str, Any]:
+    """GAME.models.NAME as the case's settings; StageError (exit 2) when it is not a NEAT model
+    or NEAT cannot train on GAME (models.base.check_game)."""
+    from models.base import check_game
 
-def model_settings(params: dict, name: str) -> dict[str, Any]:
-    settings = params[GAME]["models"][name]
+    settings = params[game]["models"][name]
+    family = settings.get("family", "neat")
+    if family != "neat":
+        raise StageError(
+            f"{game}.models.{name} is a {family} model, not a NEAT case: "
+            f"gridbots stage train {game} {name}"
+        )
+    check_game("neat", game)
     return {
         "case": settings.get("case", name),
         "seeds": [int(s) for s in settings.get("seeds", [0])],
@@ -37,36 +55,41 @@ def model_settings(params: dict, name: str) -> dict[str, Any]:
     }
 
 
-def checkpoint_dir(root: Path, name: str, settings: dict[str, Any]) -> Path:
+def checkpoint_dir(root: Path, game: str, name: str, settings: dict[str, Any]) -> Path:
     """Where a model's checkpoints live: one folder per case + parameters (seeds apart)."""
     from models.neat import RESUMABLE
 
     lineage_params = {k: v for k, v in settings["params"].items() if k not in RESUMABLE}
     key = json.dumps({"case": settings["case"], "params": lineage_params}, sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
-    return Path(root) / "checkpoints" / GAME / name / digest
+    return Path(root) / "checkpoints" / game / name / digest
 
 
-def neat_stage(root: Path, params: dict, name: str, dask: str | None = None) -> dict[str, Any]:
+def neat_stage(
+    root: Path, params: dict, game: str, name: str, dask: str | None = None
+) -> dict[str, Any]:
     """The stage: the flow, its seeds on the cluster when it has a Dask address."""
-    return run_flow(neat_flow, params, dask, root, params, name)
+    model_settings(params, game, name)  # refused before any flow starts
+    return run_flow(neat_flow, params, dask, root, params, game, name)
 
 
 @flow(name="neat")
-def neat_flow(root: Path, params: dict, name: str, on_cluster: bool = False) -> dict[str, Any]:
-    """trained/territory/NAME: every seed of one training case, the best seed's champion
-    registered; metrics/territory/train-NAME.json and plots/territory/NAME.csv."""
+def neat_flow(
+    root: Path, params: dict, game: str, name: str, on_cluster: bool = False
+) -> dict[str, Any]:
+    """trained/GAME/NAME: every seed of one training case, the best seed's champion
+    registered; metrics/GAME/train-NAME.json and plots/GAME/NAME.csv."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from models.neat_track import train_case
 
     use_tracking(params, root)
     root = Path(root).resolve() if on_cluster else Path(root)  # workers may run elsewhere
-    settings = model_settings(params, name)
+    settings = model_settings(params, game, name)
     generations = int(settings["params"].get("generations", 10))
-    work = checkpoint_dir(root, name, settings)
+    work = checkpoint_dir(root, game, name, settings)
     with (
-        atomic_dir(root / "trained" / GAME / name) as scratch,
+        atomic_dir(root / "trained" / game / name) as scratch,
         Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -92,7 +115,7 @@ def neat_flow(root: Path, params: dict, name: str, on_cluster: bool = False) -> 
             settings["seeds"],
             work,
             scratch,
-            experiment=GAME,
+            experiment=game,
             progress=progress,
             tags={"gridbots.model": name},
             mapper=fan_out if on_cluster else None,
@@ -131,7 +154,7 @@ def neat_flow(root: Path, params: dict, name: str, on_cluster: bool = False) -> 
         write_json(scratch / "run.json", summary)
     tag_runs(
         [s["run_id"] for s in outcome["seeds"]] + [outcome["parent_run_id"]],
-        {**lineage(root), "gridbots.stage": f"neat-{GAME}@{name}"},
+        {**lineage(root), "gridbots.stage": f"neat-{game}@{name}"},
     )
     metrics = {
         "best_fitness": result.best_fitness,
@@ -140,11 +163,11 @@ def neat_flow(root: Path, params: dict, name: str, on_cluster: bool = False) -> 
         "champion_rounds": result.champion_stats["moves"],
         "train_seconds": result.seconds,
     }
-    write_json(root / "metrics" / GAME / f"train-{name}.json", metrics)
+    write_json(root / "metrics" / game / f"train-{name}.json", metrics)
     curves = {
         key: [row[key] for row in result.history]
         for key in result.history[0]
         if key.endswith(("best_fitness", "mean_fitness"))
     }
-    write_curve(root / "plots" / GAME / f"{name}.csv", curves)
+    write_curve(root / "plots" / game / f"{name}.csv", curves)
     return summary

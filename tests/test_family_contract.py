@@ -1,0 +1,97 @@
+"""models.base's family contract (issue 68): TD and NEAT are families like the others, a family
+that learns by playing says how its runs are recorded, and a stage refuses, with one line and
+exit 2, a game its family cannot train on."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from models.base import FAMILIES, ModelError, check_game, family
+
+
+def test_td_and_neat_are_families_that_learn_by_playing():
+    for name in ("td", "neat"):
+        module = family(name)
+        assert name in FAMILIES and module.ENCODINGS == ()
+        assert isinstance(module.DEFAULTS, dict) and module.DEFAULTS
+        source = module.source("othello" if name == "td" else "territory", {"case": "duel"})
+        assert set(source) >= {"game", "dataset.path", "dataset.sha256", "dataset.encoding"}
+
+
+def test_td_curves_put_chunk_reports_at_games_and_curve_points_at_curve_games():
+    from models.td import curves
+
+    history = {
+        "games": [1000.0, 2000.0],
+        "seat1_mean_return": [0.1, 0.25],
+        "curve_games": [2000.0],
+        "score_vs_alphabeta:depth=3": [0.625],
+    }
+    assert curves(history) == {
+        "seat1_mean_return": [(1000.0, 0.1), (2000.0, 0.25)],
+        "score_vs_alphabeta:depth=3": [(2000.0, 0.625)],
+    }
+
+
+def test_neat_curves_are_per_generation():
+    from models.neat import curves
+
+    rows = [{"generation": 0, "best_fitness": 3.0}, {"generation": 1, "best_fitness": 4.5}]
+    assert curves(rows) == {"best_fitness": [(0, 3.0), (1, 4.5)]}
+
+
+def test_a_family_refuses_a_game_it_cannot_train_on():
+    check_game("neat", "territory:size=5")  # a map size is still territory
+    check_game("td", "connect4")  # any two-player game: td names no games
+    with pytest.raises(ModelError, match="neat trains on territory only, not connect4"):
+        check_game("neat", "connect4")
+
+
+def test_a_played_family_is_not_trained_on_a_dataset(tmp_path):
+    from models.tracking import train
+
+    with pytest.raises(ModelError, match="td learns by playing, not from an encoded dataset"):
+        train(tmp_path / "none.npz", "td", {})
+
+
+def _params(tmp_path, models: dict) -> str:
+    params = {
+        "games": ["connect4", "territory"],
+        "workers": 1,
+        "mlflow": {"tracking_uri": f"sqlite:///{tmp_path / 'mlflow.db'}"},
+        "connect4": {"models": models},
+    }
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("model", "why"),
+    [
+        ({"family": "lstm", "case": "duel", "seeds": [0], "params": {}},
+         "connect4.models.m is a lstm model, not a NEAT case: gridbots stage train connect4 m"),
+        ({"family": "neat", "case": "duel", "seeds": [0], "params": {}},
+         "neat trains on territory only, not connect4"),
+    ],
+)  # fmt: skip
+def test_stage_neat_honours_its_game(tmp_path, monkeypatch, capsys, model, why):
+    from flows.entry import main
+
+    monkeypatch.chdir(tmp_path)
+    code = main(["stage", "neat", "connect4", "m", "--params", _params(tmp_path, {"m": model})])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and why in err[0]
+    assert not (tmp_path / "trained").exists()
+
+
+def test_stage_study_honours_its_game(tmp_path, monkeypatch, capsys):
+    from flows.entry import main
+
+    monkeypatch.chdir(tmp_path)
+    code = main(["stage", "study", "connect4", "--params", _params(tmp_path, {})])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert "no study comparison for connect4; studies exist for: territory" in err[0]
+    assert not (tmp_path / "studies").exists()
