@@ -74,7 +74,8 @@ class TrainOutcome:
 
 
 # ---- the runs of every family -------------------------------------------------------------------
-# Every MLflow run gridbots writes is opened by `family_run` and its model logged by `log_model`,
+# Every MLflow run gridbots writes is opened by `family_run` (or, for a run that outlives its
+# process, `open_run`) and its model logged by `log_model`,
 # whether the family trains here (`train`: a dataset family, its sweep a parent with nested runs)
 # or elsewhere and is logged afterwards from what it returned (`log_record`, `log_records`: a
 # family that learns by playing, whose configurations train in worker processes that open no
@@ -143,6 +144,33 @@ def family_run(
         if inputs:
             mlflow_client.log_inputs(run.info.run_id, datasets=list(inputs))
         yield run
+
+
+def open_run(
+    experiment: str,
+    name: str,
+    family_name: str,
+    game: str | None = None,
+    *,
+    tags: dict[str, str] | None = None,
+    params: dict[str, Any] | None = None,
+    parent_run_id: str | None = None,
+) -> str:
+    """A run that outlives the process that opens it (a PlayerZero loop's, which later processes
+    resume, and each generation's, nested in it by `parent_run_id`): created RUNNING through the
+    client, tagged and given its parameters like `family_run`'s, ended by whoever finishes it
+    (`client().set_terminated`); its id."""
+    mlflow_client = client()
+    known = {"gridbots.family": family_name, **({"gridbots.game": game} if game else {})}
+    parent = {"mlflow.parentRunId": parent_run_id} if parent_run_id else {}
+    run = mlflow_client.create_run(
+        experiment_id(mlflow_client, experiment), run_name=name,
+        tags={**known, **parent, **(tags or {})},
+    )  # fmt: skip
+    for key, value in (params or {}).items():
+        mlflow_client.log_param(run.info.run_id, key, value if isinstance(value, str) else
+                                json.dumps(value))  # fmt: skip
+    return run.info.run_id
 
 
 def log_model(

@@ -134,7 +134,7 @@ def _flat_metrics(summary: dict[str, Any]) -> dict[str, float]:
 def _generation(root: Path, spec: str, game: Any, settings: dict, gate: dict, state: dict,
                 g: int, parent_id: str, experiment: str, on_cluster: bool) -> dict:  # fmt: skip
     from models.run_inputs import log_encoded_file
-    from models.tracking import client
+    from models.tracking import client, open_run
 
     mlflow = client()
     id_file = loop.gen_dir(root, g) / "run_id"
@@ -142,17 +142,16 @@ def _generation(root: Path, spec: str, game: Any, settings: dict, gate: dict, st
     if resumed:
         run_id = id_file.read_text().strip()
     else:
-        run = mlflow.create_run(experiment, run_name=f"generation {g}",
-                                tags={"mlflow.parentRunId": parent_id,
-                                      "gridbots.stage": f"playerzero@{game.name}"})  # fmt: skip
-        run_id = run.info.run_id
-        id_file.parent.mkdir(parents=True, exist_ok=True)
-        id_file.write_text(run_id)
         player = loop.self_play_network(state)
         by = player["path"] if player else settings["first"]["agent"]
-        for key, value in {"generation": g, "self_play_by": by, "coach_scale": state["coach"],
-                           "students": state["students"]}.items():  # fmt: skip
-            mlflow.log_param(run_id, key, str(value))
+        described = {"generation": g, "self_play_by": by, "coach_scale": state["coach"],
+                     "students": state["students"]}  # fmt: skip
+        run_id = open_run(experiment, f"generation {g}", "playerzero", spec,
+                          parent_run_id=parent_id,
+                          tags={"gridbots.stage": f"playerzero@{game.name}"},
+                          params={k: str(v) for k, v in described.items()})  # fmt: skip
+        id_file.parent.mkdir(parents=True, exist_ok=True)
+        id_file.write_text(run_id)
     # every attempt at this generation counts, a killed one's too (the loop's `hours` budget)
     with loop.GenerationClock(loop.gen_dir(root, g) / "clock.json") as clock:
         selfplay = self_play_task(root, spec, settings, state, g, on_cluster)
@@ -212,7 +211,7 @@ def playerzero_flow(root: Path, params: dict, game_name: str, generations: int |
     """The loop of one game up to `generations` (default params), resuming where it stopped."""
     from engine import parse_game_spec
     from flows.pipeline.stage_io import lineage, use_tracking
-    from models.tracking import client, experiment_id
+    from models.tracking import client, open_run
 
     settings = params["playerzero"][game_name]
     use_tracking(params, root)
@@ -223,14 +222,13 @@ def playerzero_flow(root: Path, params: dict, game_name: str, generations: int |
     game = parse_game_spec(spec)
     target = int(generations if generations is not None else settings["generations"])
     mlflow = client()
-    experiment = experiment_id(mlflow, game.name)
+    experiment = game.name
     if not state.get("parent_run_id"):
         tags = {**lineage(root), "gridbots.stage": f"playerzero@{game.name}"}
-        run = mlflow.create_run(experiment, run_name=f"playerzero-{game.name}", tags=tags)
-        state["parent_run_id"] = run.info.run_id
+        described = {k: json.dumps(v, default=str)[:500] for k, v in settings.items()}
+        state["parent_run_id"] = open_run(experiment, f"playerzero-{game.name}", "playerzero",
+                                          spec, tags=tags, params=described)  # fmt: skip
         loop.write_json(home / "state.json", state)
-        for key, value in settings.items():
-            mlflow.log_param(run.info.run_id, key, json.dumps(value, default=str)[:500])
     else:  # the loop continues: its run is RUNNING while a process works on it, no longer
         mlflow.update_run(state["parent_run_id"], status="RUNNING")
     started = time.time()
