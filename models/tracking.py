@@ -149,7 +149,7 @@ def family_run(
 def open_run(
     experiment: str,
     name: str,
-    family_name: str,
+    family_name: str | None,
     game: str | None = None,
     *,
     tags: dict[str, str] | None = None,
@@ -159,9 +159,11 @@ def open_run(
     """A run that outlives the process that opens it (a PlayerZero loop's, which later processes
     resume, and each generation's, nested in it by `parent_run_id`): created RUNNING through the
     client, tagged and given its parameters like `family_run`'s, ended by whoever finishes it
-    (`client().set_terminated`); its id."""
+    (`client().set_terminated`); its id. A stage that trains nothing (evaluate, promote) opens
+    its run here too, with no family."""
     mlflow_client = client()
-    known = {"gridbots.family": family_name, **({"gridbots.game": game} if game else {})}
+    known = {"gridbots.family": family_name} if family_name else {}
+    known.update({"gridbots.game": game} if game else {})
     parent = {"mlflow.parentRunId": parent_run_id} if parent_run_id else {}
     run = mlflow_client.create_run(
         experiment_id(mlflow_client, experiment), run_name=name,

@@ -4,6 +4,9 @@ exit 2, a game its family cannot train on."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -95,3 +98,17 @@ def test_stage_study_honours_its_game(tmp_path, monkeypatch, capsys):
     assert code == 2 and len(err) == 1
     assert "no study comparison for connect4; studies exist for: territory" in err[0]
     assert not (tmp_path / "studies").exists()
+
+
+def test_runs_and_versions_are_written_by_models_tracking_alone():
+    """Every MLflow run is opened, and every version made, in models/tracking.py (the registry
+    reopens a run only inside a registration): a family's parallel logging path shows up here."""
+    root = Path(__file__).resolve().parents[1]
+    writes = re.compile(r"\b(start_run|create_run|create_model_version|register_run)\(")
+    found = {
+        path.relative_to(root).as_posix()
+        for package in ("engine", "agents", "features", "models", "flows")
+        for path in (root / package).rglob("*.py")
+        if writes.search(path.read_text())
+    }
+    assert found == {"models/tracking.py", "models/registry.py"}
