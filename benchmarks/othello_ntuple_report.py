@@ -20,19 +20,31 @@ SPEC = "td:model={dir}/model.onnx"
 PUBLISHED = 0.96  # Jaśkowski 2014's best network in the online League: "nearly 96%" (abstract)
 
 
-def curve_of(history: dict, every: int) -> list[dict]:
-    """(games, League score, interval, CPU hours) at each curve point of a training history
-    (models.td.train records a point every `every` games, and one at the end)."""
+def curve_of(history: dict, every: int, after: dict | None = None) -> list[dict]:
+    """(games, League score, interval, CPU hours, and the depth-3 minimax score where the run
+    measured it) at each curve point of a training history (models.td.train records a point
+    every `every` games, and one at the end); `after`: the last point of the run whose network
+    this one started from (--init), whose games and hours it continues."""
     scores, last = history.get("score_league", []), int(history["games"][-1])
+    games0, hours0 = (after["games"], after["cpu_hours"]) if after else (0, 0.0)
+    minimax = history.get("score_minimax3", [])
     return [
         {
-            "games": min((i + 1) * every, last),
+            "games": games0 + min((i + 1) * every, last),
             "score": scores[i],
             "ci95": [history["league_low"][i], history["league_high"][i]],
-            "cpu_hours": history["cpu_hours"][i],
+            "cpu_hours": hours0 + history["cpu_hours"][i],
+            **({"minimax3": minimax[i]} if i < len(minimax) else {}),
         }
         for i in range(len(scores))
     ]
+
+
+def read_curve(text: str, after: dict | None = None) -> list[dict]:
+    """PATH[@EVERY] of a history (.history.json) or a run.json (its `history`)."""
+    path, _, every = text.partition("@")
+    data = json.loads(Path(path).read_text())
+    return curve_of(data.get("history", data), int(every or 250_000), after)
 
 
 def plot(curves: dict[str, list[dict]], path: Path) -> None:
@@ -41,7 +53,25 @@ def plot(curves: dict[str, list[dict]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    fig, grid = plt.subplots(2, 2, figsize=(11, 8.4))
+    axes = grid[0]
+    axes[1].sharey(axes[0])
+    for name, rows in curves.items():
+        points = [r for r in rows if "minimax3" in r]
+        if points:
+            grid[1][0].plot([r["games"] / 1e6 for r in points], [r["minimax3"] for r in points],
+                            marker="o", ms=3, label=name)  # fmt: skip
+            grid[1][1].plot([r["cpu_hours"] for r in points], [r["minimax3"] for r in points],
+                            marker="o", ms=3, label=name)  # fmt: skip
+    for ax in grid[1]:
+        ax.axhline(0.9, color="red", ls=":", lw=1, label="issue 67 floor: 0.9")
+        ax.set_ylim(0.0, 1.0)
+        ax.set_xlim(left=0)
+        ax.grid(alpha=0.3)
+    grid[1][0].set_xlabel("training games (millions)")
+    grid[1][1].set_xlabel("training CPU hours (one core)")
+    grid[1][0].set_ylabel("vs study 002 minimax depth 3 (100 games, seed 7000)")
+    grid[1][0].legend(fontsize=8, loc="lower right")
     for name, rows in curves.items():
         games = [r["games"] / 1e6 for r in rows]
         hours = [r["cpu_hours"] for r in rows]
@@ -89,14 +119,24 @@ def main(argv: list[str] | None = None) -> int:
         "--curve", action="append", default=[], help="LABEL=HISTORY.json of another training run"
     )
     parser.add_argument("--made", type=Path, required=True, help="JSON: the card's `made`")
+    parser.add_argument("--run-every", type=int, default=250_000, help="--run's curve spacing")
+    parser.add_argument(
+        "--start", default="", help="HISTORY[@EVERY] of the run --run's network started from"
+    )
+    parser.add_argument("--title", default="TD/SARSA, lines and corner blocks, 8 game stages")
     args = parser.parse_args(argv)
     from models.zoo import file_entry, write_card
 
     run = json.loads(args.run.read_text())
-    curves = {"the zoo network": curve_of(run["history"], 250_000)}
+    curves = {}
+    after = None
+    if args.start:
+        curves["the run it started from"] = read_curve(args.start)
+        after = curves["the run it started from"][-1]
+    curves["the zoo network"] = curve_of(run["history"], args.run_every, after)
     for item in args.curve:
         label, path = item.split("=", 1)
-        curves[label] = curve_of(json.loads(Path(path).read_text()), 250_000)
+        curves[label] = read_curve(path)
     REPORT.mkdir(parents=True, exist_ok=True)
     (REPORT / "curve.json").write_text(json.dumps(curves, indent=2) + "\n")
     plot(curves, REPORT / "curve.png")
@@ -160,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         "schema": 1,
         "game": "othello",
         "name": "td-ntuple",
-        "title": "Othello n-tuple network (TD/SARSA, lines and corner blocks, 8 game stages)",
+        "title": f"Othello n-tuple network ({args.title})",
         "spec": SPEC,
         "model": "model.onnx",
         "what": {
