@@ -50,24 +50,29 @@ class Agent:
 
 _NODE = {-1: "chance node", -2: "simultaneous lap", -4: "finished game"}
 _BUILDERS: dict[str, Callable[..., Agent]] = {}
-_BUILTIN_MODULES = (
-    "agents.scripted.random_play",
-    "agents.search.mcts",
-    "agents.scripted.heuristic",
-    "agents.openspiel.agent",
-    "agents.isolated.file_agent",
-    "agents.search.alphabeta",
-    "agents.search.simab",
-    "agents.search.planner",
-    "agents.scripted.space",
-    "agents.sequence.agent",
-    "agents.onnx.agent",
-    "agents.neat.agent",
-    "agents.td.agent",
-    "agents.puct.agent",
-    "agents.play.human",
-    "agents.search.hps",
-)
+#: each built-in spec name → the module that registers its builder, imported when a spec names
+#: it: a process loads only the agents it makes (a pipeline stage never loads the terminal's
+#: `human`, so editing it leaves the stages' DVC deps alone)
+_BUILTIN_MODULES = {
+    "random": "agents.scripted.random_play",
+    "mcts": "agents.search.mcts",
+    "heuristic": "agents.scripted.heuristic",
+    "openspiel": "agents.openspiel.agent",
+    "file": "agents.isolated.file_agent",
+    "alphabeta": "agents.search.alphabeta",
+    "simab": "agents.search.simab",
+    "planner": "agents.search.planner",
+    "sokoban": "agents.search.planner",
+    "space": "agents.scripted.space",
+    "seq": "agents.sequence.agent",
+    "onnx": "agents.onnx.agent",
+    "neat": "agents.neat.agent",
+    "td": "agents.td.agent",
+    "policy": "agents.puct.agent",
+    "puct": "agents.puct.agent",
+    "human": "agents.play.human",
+    "hps": "agents.search.hps",
+}
 
 
 def builder(name: str):
@@ -108,21 +113,29 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
 
 def make(spec: str, game: Game, seed: int | None = None) -> Agent:
     """Builds the agent a spec string names (`random`, `mcts:sims=200`, ...)."""
-    for module in _BUILTIN_MODULES:  # each registers its builders on import
-        importlib.import_module(module)
     name, options = parse_spec(spec)
+    _load_builder(name)
     if name not in _BUILDERS:
-        _load_plugin(name)
-    if name not in _BUILDERS:
-        raise AgentError(f"unknown agent {name!r}; known: {', '.join(sorted(_BUILDERS))}")
+        known = ", ".join(sorted(set(_BUILTIN_MODULES) | set(_BUILDERS)))
+        raise AgentError(f"unknown agent {name!r}; known: {known}")
     return _BUILDERS[name](game, spec, seed=seed, **options)
 
 
 def is_interactive(spec: str) -> bool:
     """Whether the spec names an agent that needs a person at a terminal (`human`)."""
-    for module in _BUILTIN_MODULES:
-        importlib.import_module(module)
-    return bool(getattr(_BUILDERS.get(parse_spec(spec)[0]), "interactive", False))
+    name = parse_spec(spec)[0]
+    _load_builder(name)
+    return bool(getattr(_BUILDERS.get(name), "interactive", False))
+
+
+def _load_builder(name: str) -> None:
+    """Registers the builder of a spec name: its built-in module, else a plugin's."""
+    if name in _BUILDERS:
+        return
+    if name in _BUILTIN_MODULES:  # the module registers its builders on import
+        importlib.import_module(_BUILTIN_MODULES[name])
+    else:
+        _load_plugin(name)
 
 
 def _load_plugin(name: str) -> None:

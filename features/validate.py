@@ -231,7 +231,8 @@ def validate_dataset(
     """Validates a dataset folder; writes DIR/validation/result.json (and Data Docs)."""
     from engine import parse_game_spec
 
-    directory = Path(directory).absolute()  # Data Docs' store refuses a relative folder
+    named = Path(directory)  # as the caller named it: the pipeline's verdict names no machine
+    directory = named.absolute()  # Data Docs' store refuses a relative folder
     manifest, parts = read_shards(directory)
     game = parse_game_spec(game_spec(manifest))
     metadata = manifest["game"] if isinstance(manifest["game"], dict) else {}
@@ -240,7 +241,7 @@ def validate_dataset(
     docs_dir = out / "data_docs" if docs and write else None
     results = run_suites(suites, docs_dir)
     success = all(r["success"] for r in results) and not skipped
-    report = Report(directory, success, results, skipped)
+    report = Report(named, success, results, skipped)
     if write:
         out.mkdir(parents=True, exist_ok=True)
         report.json_path = out / "result.json"

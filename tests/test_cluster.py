@@ -486,6 +486,23 @@ def test_repro_cluster_runs_a_dvc_stage_with_its_fan_out_on_the_workers(live):
     )
     lock = (root / "dvc.lock").read_text()
     assert target in lock and "validate-connect4" not in lock
+    # the same stage forced to run again on threads (no cluster): the same bytes, so the same
+    # DVC hash (the folder holds no worker ids or timings; issue 68)
+    made_there = _data_hash(root, target)
+    local = {**env, "PREFECT_API_URL": state["prefect_api_url"]}  # its server, not its workers
+    done = subprocess.run([str(BIN / "dvc"), "repro", "--force", "--single-item", target],
+                          cwd=root, env=local, capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"Running stage '{target}'" in done.stdout
+    assert _data_hash(root, target) == made_there
+
+
+def _data_hash(root: Path, stage: str) -> str:
+    import yaml
+
+    outs = yaml.safe_load((root / "dvc.lock").read_text())["stages"][stage]["outs"]
+    return next(o["md5"] for o in outs if o["path"].startswith("data/"))
 
 
 def _run_python(script: str, *args: str, cwd: Path, env: dict[str, str]):

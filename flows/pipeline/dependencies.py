@@ -26,6 +26,10 @@ PACKAGES = ("engine", "agents", "features", "models", "flows")
 #: host. Only their module-level imports count (recursively): their lazy ones send a stage to
 #: its own module (the roots) or a command to the command line, which no stage loads
 ENTRY = ("flows.entry", "flows.pipeline.commands", "flows.pipeline.host")
+#: modules a string names (agents.base's built-in agents) that no stage loads: agents.make
+#: imports an agent's module only when a spec names it, and no stage seats a person at a
+#: terminal (`human`, agents/play); a real `import` of them still counts
+NAMED_BUT_NOT_RUN = ("agents.play",)
 #: what every stage's command runs before its flow (quiet libraries, checked params): lazy
 #: imports and all
 COMMON = ("flows.pipeline.settings",)
@@ -71,8 +75,13 @@ def direct_imports(name: str, root: Path = ROOT, module_level_only: bool = False
             found.add(base)
             found |= {f"{base}.{alias.name}" for alias in node.names}  # submodules
         elif not module_level_only and isinstance(node, ast.Constant):
-            if isinstance(node.value, str) and re.fullmatch(r"[a-z_]+(\.[a-z_0-9]+)+", node.value):
-                found.add(node.value)
+            text = node.value
+            if (
+                isinstance(text, str)
+                and re.fullmatch(r"[a-z_]+(\.[a-z_0-9]+)+", text)
+                and not text.startswith(tuple(f"{m}." for m in NAMED_BUT_NOT_RUN))
+            ):
+                found.add(text)
         elif isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == "DYNAMIC_IMPORTS" for t in node.targets
         ):
@@ -89,6 +98,7 @@ def closure(roots: list[str], root: Path = ROOT) -> set[Path]:
     """Files of every repository module the roots execute, with what runs every stage."""
     seen: set[str] = set()
     todo = [*roots, *COMMON]
+    todo += [m.rsplit(".", i)[0] for m in todo for i in range(1, m.count(".") + 1)]  # packages
     while todo:
         name = todo.pop()
         if name in seen or module_file(name, root) is None:
