@@ -107,13 +107,13 @@ def test_study_profile_is_study_000_and_every_stage_reads_it():
 
 
 def test_study_pairings_name_bots_or_baselines():
-    from flows.pipeline.stage_io import StageError
-    from flows.pipeline.stages.evaluate import chosen_pairings
+    from engine.protocol import GameError
+    from models.pairings import chosen_pairings
 
     bots = {"model_6": "onnx:/m6.onnx", "hmm": "seq:model=/h.json"}
     pairs = chosen_pairings([["model_6", "hmm"], ["hmm", "random"]], bots, ["random"])
     assert pairs == [("onnx:/m6.onnx", "seq:model=/h.json"), ("seq:model=/h.json", "random")]
-    with pytest.raises(StageError, match="model_9"):
+    with pytest.raises(GameError, match="model_9"):  # one line and exit 2 from a stage
         chosen_pairings([["model_9", "random"]], bots, ["random"])
 
 

@@ -36,7 +36,6 @@ from flows.pipeline.stages.encode import encode_dataset, encode_flow, require_va
 from flows.pipeline.stages.evaluate import (  # noqa: F401
     bot_specs,
     evaluate_flow,
-    pairing_list,
     relabel,
 )
 from flows.pipeline.stages.export import export_flow, export_model  # noqa: F401

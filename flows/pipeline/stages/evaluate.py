@@ -19,7 +19,6 @@ from prefect import flow
 
 from flows.pipeline.stage_io import (
     SPEC_OF_KIND,
-    StageError,
     atomic_dir,
     fan_out,
     local_processes,
@@ -27,6 +26,7 @@ from flows.pipeline.stage_io import (
     write_json,
 )
 from flows.pipeline.stage_runs import log_stage_run
+from models.pairings import chosen_pairings, pairing_list
 
 
 def bot_specs(root: Path, game: str) -> dict[str, str]:
@@ -37,29 +37,6 @@ def bot_specs(root: Path, game: str) -> dict[str, str]:
         e["name"]: SPEC_OF_KIND[e["kind"]].format(path=(folder / e["name"] / e["file"]).resolve())
         for e in exported
     }
-
-
-def pairing_list(bots: list[str], baselines: list[str]) -> list[tuple[str, str]]:
-    """Every bot against every baseline, then every pair of bots."""
-    against = [(b, x) for b in bots for x in baselines]
-    return against + [(a, b) for i, a in enumerate(bots) for b in bots[i + 1 :]]
-
-
-def chosen_pairings(
-    chosen: list, bots: dict[str, str], baselines: list[str]
-) -> list[tuple[str, str]]:
-    """`evaluate.pairings` ([[a, b], …], bot names or baselines): only the pairings a study
-    plays (study 000 plays the two best models against alpha-beta, not every model)."""
-    known = {**bots, **{b: b for b in baselines}}
-    pairs = []
-    for pair in chosen:
-        if not (isinstance(pair, list) and len(pair) == 2 and all(p in known for p in pair)):
-            raise StageError(
-                f"evaluate.pairings: {pair!r} must be [a, b] of trained bots or baselines "
-                f"({', '.join(known)})"
-            )
-        pairs.append((known[pair[0]], known[pair[1]]))
-    return pairs
 
 
 def evaluate_flow(root: Path, params: dict, game: str, dask: str | None = None):
