@@ -489,6 +489,7 @@ def test_repro_cluster_runs_a_dvc_stage_with_its_fan_out_on_the_workers(live):
     # the same stage forced to run again on threads (no cluster): the same bytes, so the same
     # DVC hash (the folder holds no worker ids or timings; issue 68)
     made_there = _data_hash(root, target)
+    shutil.rmtree(root / "data" / "connect4" / "randomized")  # all of it again, not a resume
     local = {**env, "PREFECT_API_URL": state["prefect_api_url"]}  # its server, not its workers
     done = subprocess.run([str(BIN / "dvc"), "repro", "--force", "--single-item", target],
                           cwd=root, env=local, capture_output=True, text=True,
@@ -496,6 +497,8 @@ def test_repro_cluster_runs_a_dvc_stage_with_its_fan_out_on_the_workers(live):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"Running stage '{target}'" in done.stdout
     assert _data_hash(root, target) == made_there
+    here = _makers(root, "randomized")  # this time made in the stage's own process
+    assert here and not {_group(pid) for pid in here} & workers
 
 
 def _data_hash(root: Path, stage: str) -> str:

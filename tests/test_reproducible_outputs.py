@@ -4,8 +4,9 @@ hash, so every stage downstream stays up to date.
 A dataset folder used to hold its run's timings and worker ids (manifest.json), and a
 validation verdict the machine's absolute path: a forced rerun of generation marked validation
 and encoding stale. Here the dataset chain of the tiny profile (generate → validate → encode)
-runs once; then each of its stages is forced to run again (`dvc repro -f -s`), and its outputs'
-hashes in dvc.lock must be unchanged and `dvc status` must find nothing to do downstream.
+runs once; then each of its stages is forced to run again (`dvc repro -f -s`; the dataset
+deleted first, since a kept one would only resume), and its outputs' hashes in dvc.lock must be
+unchanged and `dvc status` must find nothing to do downstream.
 tests/test_cluster.py checks the same hash for a dataset made on a cluster's workers.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -60,6 +62,8 @@ def out_hashes(root: Path) -> dict[str, str]:
 def test_a_forced_rerun_leaves_its_outputs_and_everything_downstream_as_they_were(repo, forced):
     root, env = repo
     before = out_hashes(root)
+    if forced.startswith("generate"):  # a kept dataset resumes (persist): make it all again
+        shutil.rmtree(root / "data" / "connect4" / "randomized")
     done = dvc(root, env, "repro", "--force", "--single-item", forced)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"Running stage '{forced}'" in done.stdout
@@ -76,6 +80,7 @@ def test_the_dataset_folder_says_nothing_of_how_it_was_made(repo):
     assert all(set(s) == {"shard", "rows", "sha256"} for s in manifest["shards"].values())
     run = json.loads((root / "metrics/connect4/generate-randomized.json").read_text())
     assert set(run) == {"seconds", "started", "finished", "shards"}
-    assert set(run["shards"]) == set(manifest["shards"])  # who made each shard, kept apart
+    assert set(run["shards"]) == set(manifest["shards"])  # the rerun above made every shard
+    assert all(set(s) == {"worker", "seconds"} for s in run["shards"].values())
     verdict = json.loads((root / "validation/connect4/randomized.json").read_text())
     assert str(root) not in json.dumps(verdict)  # no machine's path in the verdict
