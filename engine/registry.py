@@ -10,7 +10,7 @@ from engine.protocol import Game, GameError
 
 _GAMES: dict[str, type[Game]] = {}
 _discovered = False
-#: packages whose every module `_discover` imports (flows.dependencies reads this)
+#: packages whose every module `_discover` imports (flows.pipeline.dependencies reads this)
 DYNAMIC_IMPORTS = ("engine.games",)
 
 
