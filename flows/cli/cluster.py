@@ -43,7 +43,7 @@ def up(
     ] = True,
 ):
     """Starts a Prefect server, an MLflow server, a Dask scheduler and N workers."""
-    from flows.cluster.local import local as cluster
+    from flows.cluster import local as cluster
 
     state = cluster.up(
         state_dir,
@@ -66,7 +66,7 @@ def add(
     state_dir: STATE_DIR = Path(".cluster"),
 ):
     """Starts more workers on a running cluster (they take tasks at once, mid-stage too)."""
-    from flows.cluster.local import local as cluster
+    from flows.cluster import local as cluster
 
     for entry in cluster.add_workers(state_dir, workers):
         typer.echo(f"{entry['name']}: pid {entry['pid']}")
@@ -75,7 +75,7 @@ def add(
 @cluster_app.command("down")
 def down(state_dir: STATE_DIR = Path(".cluster")):
     """Stops exactly the recorded processes (their process groups: SIGTERM, then SIGKILL)."""
-    from flows.cluster.local import local as cluster
+    from flows.cluster import local as cluster
 
     for entry in cluster.down(state_dir):
         typer.echo(f"stopped {entry['name']} (pid {entry['pid']})")
@@ -87,7 +87,7 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable.")] = False,
 ):
     """Each recorded process alive or dead, the servers' health, the workers Dask counts."""
-    from flows.cluster.local import local as cluster
+    from flows.cluster import local as cluster
 
     report = cluster.status(state_dir)
     if as_json:
@@ -117,7 +117,7 @@ def status(
 @cluster_app.command("env")
 def env(state_dir: STATE_DIR = Path(".cluster")):
     """Shell lines that point a shell's gridbots commands at the cluster: eval "$(… env)"."""
-    from flows.cluster.local import local as cluster
+    from flows.cluster import local as cluster
 
     _echo_env(cluster.read_state(state_dir))
 
