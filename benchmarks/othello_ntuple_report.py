@@ -56,13 +56,14 @@ def plot(curves: dict[str, list[dict]], path: Path) -> None:
     fig, grid = plt.subplots(2, 2, figsize=(11, 8.4))
     axes = grid[0]
     axes[1].sharey(axes[0])
+    colour = {name: f"C{i}" for i, name in enumerate(curves)}
     for name, rows in curves.items():
         points = [r for r in rows if "minimax3" in r]
         if points:
             grid[1][0].plot([r["games"] / 1e6 for r in points], [r["minimax3"] for r in points],
-                            marker="o", ms=3, label=name)  # fmt: skip
+                            marker="o", ms=3, label=name, color=colour[name])  # fmt: skip
             grid[1][1].plot([r["cpu_hours"] for r in points], [r["minimax3"] for r in points],
-                            marker="o", ms=3, label=name)  # fmt: skip
+                            marker="o", ms=3, label=name, color=colour[name])  # fmt: skip
     for ax in grid[1]:
         ax.axhline(0.9, color="red", ls=":", lw=1, label="issue 67 floor: 0.9")
         ax.set_ylim(0.0, 1.0)
@@ -78,8 +79,9 @@ def plot(curves: dict[str, list[dict]], path: Path) -> None:
         score = [r["score"] for r in rows]
         low = [r["score"] - r["ci95"][0] for r in rows]
         high = [r["ci95"][1] - r["score"] for r in rows]
-        axes[0].errorbar(games, score, yerr=[low, high], marker="o", ms=3, capsize=2, label=name)
-        axes[1].plot(hours, score, marker="o", ms=3, label=name)
+        axes[0].errorbar(games, score, yerr=[low, high], marker="o", ms=3, capsize=2, label=name,
+                         color=colour[name])  # fmt: skip
+        axes[1].plot(hours, score, marker="o", ms=3, label=name, color=colour[name])
     for ax in axes:
         ax.axhline(PUBLISHED, color="grey", ls="--", lw=1, label="Jaśkowski 2014, evolved: ~0.96")
         ax.axhline(0.97, color="red", ls=":", lw=1, label="issue 67 floor: 0.97")
@@ -88,7 +90,7 @@ def plot(curves: dict[str, list[dict]], path: Path) -> None:
         ax.grid(alpha=0.3)
     axes[0].set_xlabel("training games (millions)")
     axes[1].set_xlabel("training CPU hours (one core)")
-    axes[0].set_ylabel("Othello League score at one ply (500 games, 95% CI)")
+    axes[0].set_ylabel("Othello League score at one ply (400-500 games, 95% CI)")
     axes[0].legend(fontsize=8, loc="lower right")
     fig.suptitle("Othello n-tuple networks: League score while training")
     fig.tight_layout()
@@ -109,6 +111,30 @@ def evidence_item(name: str, data: dict, **fields) -> dict:
         "games": games,
         "wins-draws-losses": wdl,
         **fields,
+    }
+
+
+def pooled(paths: list[Path]) -> dict:
+    """Several runs of the same timed match pooled into one figure (a search at 20 ms a move
+    on a shared machine plays differently from run to run; no run is picked)."""
+    from engine.tournament import wilson_interval
+
+    runs = [json.loads(path.read_text()) for path in paths]
+    wins, draws, losses = (sum(r[k] for r in runs) for k in ("wins", "draws", "losses"))
+    games = wins + draws + losses
+    score = (wins + draws / 2) / games
+    return {
+        "wins": wins,
+        "draws": draws,
+        "losses": losses,
+        "games": games,
+        "score": score,
+        "ci95": list(wilson_interval(score, games)),
+        "files": [path.name for path in paths],
+        "runs": "; ".join(
+            f"{path.name}: {r['wins']}-{r['draws']}-{r['losses']}, {r['score']:.4f}"
+            for path, r in zip(paths, runs, strict=True)
+        ),
     }
 
 
@@ -144,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     evidence = ZOO / "evidence"
     league = json.loads((evidence / "league-4000.json").read_text())
     minimax = json.loads((evidence / "vs-minimax-d3.json").read_text())
-    search = json.loads((evidence / "alphabeta-ms20.json").read_text())
+    search = pooled(sorted(evidence.glob("alphabeta-ms20*.json")))
     items = [
         evidence_item(
             "Othello League score at one ply (zoo file, this card's spec)",
@@ -177,11 +203,12 @@ def main(argv: list[str] | None = None) -> int:
         evidence_item(
             "inside alpha-beta at equal time: the network as leaf evaluation, 20 ms a move",
             search,
+            runs=search["runs"],
             opponent="alphabeta:ms=20 (the game's hand-written heuristic, same search core)",
             seeded_openings="4 random plies, scenario seeds from 1000",
             sides_swapped="yes, every opening twice",
             spec="td:model={dir}/model.onnx,ms=20",
-            file="evidence/alphabeta-ms20.json",
+            file=", ".join(f"evidence/{name}" for name in search["files"]),
             floor=">= 0.7 over >= 200 games (issue 67 item 4)",
             status="measured",
             command='nice -n 10 .venv/bin/gridbots match othello "td:model={dir}/model.onnx,ms=20" '
