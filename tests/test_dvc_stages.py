@@ -106,3 +106,13 @@ def test_the_report_stage_leaves_the_rest_of_reports_alone(tmp_path):
     assert "No tournament results yet." in readme.read_text()
     assert kept.read_text() == "the study's Table 3 beside ours\n"
     assert not (tmp_path / "reports" / "pipeline" / "stale.png").exists()  # its own: replaced
+
+
+def test_source_deps_are_exactly_what_the_commands_run():
+    """No stale extra dep either (issue 68): a file a stage stopped importing still marked it
+    stale. `python -m flows.pipeline.dependencies --write` brings dvc.yaml back in line."""
+    spec = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    wanted = dependencies.source_deps()
+    for name, stage in spec.items():
+        deps = (stage["do"] if "foreach" in stage else stage).get("deps", [])
+        assert [d for d in deps if dependencies.is_source(d)] == wanted[name], name
