@@ -128,16 +128,18 @@ def test_a_rehearsal_leaves_nothing_but_its_log(tmp_path):
         (tmp_path / package).symlink_to(REPO / package)
     (tmp_path / "params.yaml").write_text((REPO / "params.yaml").read_text())
     (tmp_path / ".dvc").mkdir()  # an initialised repository, as `gridbots repro` leaves it
-    generate = "gridbots generate connect4 randomized --x 2 --y 1 --seed 1 --out"
+    generate = "gridbots stage generate connect4"  # a stage: the rehearsal runs no other command
     (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": {
-        "first": {"cmd": f"{generate} data/first", "deps": ["engine"], "outs": ["data/first"]},
-        "data": {"cmd": f"{generate} data/c4", "deps": ["engine"], "outs": ["data/c4"]},
+        "first": {"cmd": f"{generate} battle", "deps": ["engine"],
+                  "outs": ["data/connect4/battle"]},
+        "data": {"cmd": f"{generate} randomized", "deps": ["engine"],
+                 "outs": ["data/connect4/randomized"]},
     }}, sort_keys=False))  # fmt: skip
     before = sorted(p.name for p in tmp_path.iterdir())
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MLFLOW_"))}
     done = subprocess.run([sys.executable, "-m", "flows.pipeline.rehearsal", str(tmp_path)],
                           cwd=REPO, env={**env, "PYTHONPATH": str(REPO)}, capture_output=True,
-                          text=True, timeout=300,
+                          text=True, timeout=900,  # a hang guard: niced to the idle core
                           start_new_session=True)  # as `start` does  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert "rehearsal: first skipped (dvc is there)" in done.stdout  # no dvc.lock: dvc starts
