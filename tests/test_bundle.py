@@ -15,7 +15,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from flows.entry import main
 from test_tracking import mlflow_sandbox
 from test_web_registry import registered_hmm
 
@@ -23,6 +22,7 @@ from agents import make
 from agents.puct.agent import DEFAULT_SIMS
 from engine import parse_game_spec
 from engine.match import random_states
+from flows.entry import main
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*noload.*")
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,11 +9,11 @@ the showcase in test_cli.
 from __future__ import annotations
 
 import pytest
-from flows.entry import main
 
 from agents import make
 from engine import load_game
 from engine.tournament import MatchConfig, play_pairing, summarize_pairing
+from flows.entry import main
 from flows.reports.tournament import pairing_table
 
 WIDTH = 80

@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from flows.entry import main
 
 from engine import load_game
 from features import encode as enc
 from features.schema import POSITIONS, SEQUENCES
 from features.symmetry import augment, game_symmetries, map_actions
+from flows.entry import main
 
 
 def sequences_table(rows: list[tuple[int, int, int, list[int], float]], players: int) -> pa.Table:

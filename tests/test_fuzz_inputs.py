@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from flows.entry import main
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +17,7 @@ from agents.base import parse_spec
 from engine import load_game, parse_game_spec
 from engine.games.sokoban.levels import parse_level
 from engine.protocol import GameError, IllegalActionError
+from flows.entry import main
 from flows.pipeline.params import ParamsError, check, load
 
 REPO = Path(__file__).resolve().parents[1]

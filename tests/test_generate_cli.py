@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from flows.entry import main
 
 from features.store import load_dataset, read_manifest
+from flows.entry import main
 
 
 def test_generate_writes_a_complete_dataset(tmp_path, capsys):

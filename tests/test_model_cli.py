@@ -11,11 +11,11 @@ import json
 from pathlib import Path
 
 import pytest
-from flows.entry import main
 from test_registry import StubOnnxAgent
 from test_tracking import make_dataset, mlflow_sandbox
 
 from agents.base import _BUILDERS
+from flows.entry import main
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*noload.*")
 

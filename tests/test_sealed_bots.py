@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from flows.entry import main
 
 from agents.isolated.host import command
 from engine import isolation, load_game
 from engine.isolation import MAX_PIPE_BYTES, READ_CHUNK, BotProcess, IsolatedPlayers
 from engine.tournament import MatchConfig, play_pairing
+from flows.entry import main
 
 REPO = Path(__file__).resolve().parents[1]
 HEADER = "import os, sys, threading, time\n\n"

@@ -16,11 +16,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from flows.entry import main
 
 from engine import load_game
 from features.store import generate_dataset
 from features.validate import validate_dataset
+from flows.entry import main
 
 SHARD = "part-00000.parquet"
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from flows.entry import main
 from test_tracking import mlflow_sandbox
 
 from engine import load_game
+from flows.entry import main
 from flows.web.app import create_app
 from flows.web.bots import Limits
 

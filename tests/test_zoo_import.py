@@ -10,11 +10,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from flows.entry import main
 from test_tracking import mlflow_sandbox
 
 from agents import make
 from engine import load_game, parse_game_spec
+from flows.entry import main
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:.*noload.*")]
 ROOT = Path(__file__).resolve().parents[1]
