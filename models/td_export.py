@@ -215,7 +215,8 @@ def export(game, network, params: dict[str, Any], path: str | Path) -> dict[str,
             "ir_version": MAX_IR_VERSION,
             "artifact": str(path),
         }
-        report_path.write_text(json.dumps(report, indent=2) + "\n")
+        # beside the model (a DVC output): its name, not this machine's path to it
+        report_path.write_text(json.dumps({**report, "artifact": path.name}, indent=2) + "\n")
         if not report["passed"]:
             raise ModelError(f"td: ONNX export disagrees with the network by {diff:.3g}")
         os.replace(temp, path)

@@ -47,6 +47,8 @@ def test_lstm_export_names_metadata_and_parity(keras, tmp_path):
     assert report["opset"] >= 17
     saved = json.loads((tmp_path / "m.parity.json").read_text())
     assert saved["max_abs_diff"] == report["max_abs_diff"] and saved["tolerance"] == 1e-4
+    assert "seconds" in report and "seconds" not in saved  # a file a rerun must write alike
+    assert saved["artifact"] == "m.onnx"  # the model beside it, not this machine's path
 
     runner = session(tmp_path / "m.onnx")
     (given,), (produced,) = runner.get_inputs(), runner.get_outputs()
