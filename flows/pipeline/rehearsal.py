@@ -146,6 +146,9 @@ def mirror(root: Path, scratch: Path, stages: dict[str, dict[str, Any]]) -> None
 
 def rehearse(root: Path) -> int:
     """Every stage at its smallest in `root`/.dvc/tmp/rehearsal; one line per stage on stdout."""
+    # its private Prefect server starts niced beside the real run on a busy machine: Prefect's
+    # 60 s default ran out there. Set before Prefect is imported, which reads settings once.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "300")
     import yaml
 
     from flows.pipeline.commands import run
