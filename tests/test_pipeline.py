@@ -337,8 +337,7 @@ def test_a_failed_tournament_resumes_with_the_pairings_it_finished(chain, tmp_pa
     here = pq.read_table(root / "evaluation/connect4/games.parquet")
     there = pq.read_table(tmp_path / "evaluation/connect4/games.parquet")
     assert here.column_names == there.column_names  # every column, in the same order
-    measured = [c for c in here.column_names if "time" in c or "peak" in c]  # the clock's
-    assert here.drop(measured).to_pylist() == there.drop(measured).to_pylist()
+    assert here.to_pylist() == there.to_pylist()  # the clock's figures are in a metrics file
     ours = json.loads((tmp_path / "evaluation/connect4/summary.json").read_text())
     theirs = json.loads((root / "evaluation/connect4/summary.json").read_text())
     assert [s["score"] for s in ours["standings"]] == [s["score"] for s in theirs["standings"]]

@@ -143,3 +143,43 @@ def test_tournament_outputs_are_written_and_readable(tmp_path):
         ("random", "mcts:sims=50"),
         ("random", "mcts:sims=300"),
     ]
+
+
+def test_a_pipeline_tournament_keeps_clock_and_memory_out_of_its_files(tmp_path):
+    """A pipeline stage's tournament files (a DVC output) must be the same bytes for the same
+    games: the per-move clock and peak memory go to the stage's metrics file, and the same games
+    written again with other timings give the same files."""
+    connect4 = load_game("connect4")
+    config = MatchConfig(games=2, seed=5)
+    specs = ["random", "mcts:sims=20"]
+    rows, summary = run_tournament(connect4, specs, config, "round-robin", make_seat)
+    out, measured = tmp_path / "out", tmp_path / "metrics" / "evaluate-measured.json"
+    write_outputs(out, rows, summary, measured)
+    table = pd.read_parquet(out / "games.parquet")
+    assert set(table.columns) == set(rows[0]) - {
+        f"{side}_{key}" for side in "ab" for key in ("time_mean_ms", "times_ms", "peak_kb")
+    }
+    written = json.loads((out / "summary.json").read_text())
+    figures = json.loads(measured.read_text())
+    (pairing,) = summary["pairings"]
+    assert figures == {"pairings": [{
+        "pairing": pairing["pairing"],
+        "bots": [{"spec": b["spec"], "time_mean_ms": b["time_mean_ms"],
+                  "time_p95_ms": b["time_p95_ms"], "peak_kb": b["peak_kb"]}
+                 for b in pairing["bots"]],
+    }]}  # fmt: skip
+    for bot, figure in zip(written["pairings"][0]["bots"], figures["pairings"][0]["bots"],
+                           strict=True):  # fmt: skip
+        assert {**bot, **figure} == json.loads(json.dumps(
+            next(b for b in pairing["bots"] if b["spec"] == figure["spec"])))  # fmt: skip
+    first = {p.name: p.read_bytes() for p in out.iterdir()}
+    for row in rows:  # the same games, another machine's clock
+        row["a_times_ms"] = [t + 1.0 for t in row["a_times_ms"]]
+        row["a_peak_kb"] += 1
+    write_outputs(out, rows, summarize_again(rows, summary), measured)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == first
+    assert json.loads(measured.read_text()) != figures
+
+
+def summarize_again(rows, summary):
+    return {**summary, "pairings": [summarize_pairing(rows)]}

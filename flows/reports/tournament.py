@@ -13,11 +13,31 @@ from typing import Any
 
 import numpy as np
 
+from engine.files import write_json
 
-def write_outputs(out: Path, rows: Sequence[dict[str, Any]], summary: dict[str, Any]) -> dict:
-    """games.parquet (one row per game), summary.json and scores.png under `out`."""
+#: what the games measured of the machine rather than of the play: each side's clock per move and
+#: peak memory (games.parquet's `a_…`/`b_…` columns, the summary's per-bot figures)
+MEASURED_COLUMNS = ("time_mean_ms", "times_ms", "peak_kb")
+MEASURED_FIGURES = ("time_mean_ms", "time_p95_ms", "peak_kb")
+
+
+def write_outputs(
+    out: Path,
+    rows: Sequence[dict[str, Any]],
+    summary: dict[str, Any],
+    measured: Path | None = None,
+) -> dict:
+    """games.parquet (one row per game), summary.json and scores.png under `out`.
+
+    With `measured` (a pipeline stage's metrics file), the clock and memory figures leave the
+    files under `out` (a DVC output), so that the same games write the same bytes there: each
+    pairing's per-bot figures (mean and p95 ms per move, peak memory) go to `measured`, the
+    per-move times of each game are dropped."""
     import pandas as pd
 
+    if measured is not None:
+        rows, summary, figures = split_measured(rows, summary)
+        write_json(measured, figures)
     out.mkdir(parents=True, exist_ok=True)
     paths = {
         "games": out / "games.parquet",
@@ -28,6 +48,26 @@ def write_outputs(out: Path, rows: Sequence[dict[str, Any]], summary: dict[str, 
     paths["summary"].write_text(json.dumps(summary, indent=2) + "\n")
     plot_scores(summary["pairings"], paths["plot"], summary.get("game", ""))
     return {key: str(path) for key, path in paths.items()}
+
+
+def split_measured(
+    rows: Sequence[dict[str, Any]], summary: dict[str, Any]
+) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """(rows, summary) without the clock and memory figures, and those figures per pairing and
+    bot (`{"pairings": [{"pairing", "bots": [{"spec", "time_mean_ms", …}]}]}`)."""
+    columns = {f"{side}_{key}" for side in ("a", "b") for key in MEASURED_COLUMNS}
+    kept_rows = [{k: v for k, v in row.items() if k not in columns} for row in rows]
+    pairings, figures = [], []
+    for pairing in summary.get("pairings", []):
+        bots = pairing.get("bots", [])
+        figures.append({
+            "pairing": pairing["pairing"],
+            "bots": [{"spec": b["spec"], **{k: b[k] for k in MEASURED_FIGURES if k in b}}
+                     for b in bots],
+        })  # fmt: skip
+        kept = [{k: v for k, v in b.items() if k not in MEASURED_FIGURES} for b in bots]
+        pairings.append({**pairing, "bots": kept})
+    return kept_rows, {**summary, "pairings": pairings}, {"pairings": figures}
 
 
 def plot_scores(pairing_summaries: Sequence[dict[str, Any]], path: Path, title: str = "") -> None:

@@ -112,7 +112,7 @@ def _evaluate(root: Path, params: dict, game: str) -> dict[str, Any]:
         "standings": standings([*bots, *baselines], summaries),
     }
     with atomic_dir(root / "evaluation" / game) as scratch:
-        write_outputs(scratch, rows, summary)
+        write_outputs(scratch, rows, summary, root / "metrics" / game / "evaluate-measured.json")
     metrics = {
         f"{s['spec_a']}.vs.{s['spec_b']}.score": s["score"]
         for s in summaries

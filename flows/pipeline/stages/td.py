@@ -360,7 +360,7 @@ def tournament_flow(
         "standings": standings([*bots, *opponents], summaries),
     }
     with atomic_dir(root / "evaluation" / game) as scratch:
-        write_outputs(scratch, rows, summary)
+        write_outputs(scratch, rows, summary, root / "metrics" / game / "evaluate-measured.json")
     metrics = {f"{s['spec_a']}.vs.{s['spec_b']}.score": s["score"] for s in summaries}
     write_json(root / "metrics" / game / "evaluate.json", metrics)
     log_stage_run(root, params, game, "td-tournament", metrics)
