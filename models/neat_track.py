@@ -68,11 +68,20 @@ def export_champion(trainer: Trainer, result: CaseResult, out_dir: Path) -> tupl
     return path, parity(result.champion, trainer.sections, model)
 
 
+#: what a generation's row measures of the machine (its MLflow curve keeps it), not of the run
+MEASURED = ("eval_seconds",)
+
+
+def timeless(history: list[dict[str, float]]) -> list[dict[str, float]]:
+    """The history without its clock, as files a rerun must write alike (DVC outputs) keep it."""
+    return [{k: v for k, v in row.items() if k not in MEASURED} for row in history]
+
+
 def seed_files(trainer: Trainer, result: CaseResult, seed_dir: Path) -> tuple[Path, float, list]:
     """A trained seed's files in seed_dir: champion (JSON, ONNX), history, the champion's game,
     the fitness curve and renders; (ONNX path, parity, pictures)."""
     onnx_path, gap = export_champion(trainer, result, seed_dir)
-    write_json(seed_dir / "history.json", result.history)
+    write_json(seed_dir / "history.json", timeless(result.history))
     write_json(
         seed_dir / "champion_game.json",
         {"stats": result.champion_stats, "trace": result.trace},

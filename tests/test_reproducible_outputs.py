@@ -1,20 +1,25 @@
 """A stage rerun with unchanged inputs writes the same bytes (issue 68): DVC sees the same output
 hash, so every stage downstream stays up to date.
 
-A dataset folder used to hold its run's timings and worker ids (manifest.json), and a
-validation verdict the machine's absolute path: a forced rerun of generation marked validation
-and encoding stale. Here the dataset chain of the tiny profile (generate → validate → encode)
-runs once; then each of its stages is forced to run again (`dvc repro -f -s`; the dataset
-deleted first, since a kept one would only resume), and its outputs' hashes in dvc.lock must be
-unchanged and `dvc status` must find nothing to do downstream.
+A dataset folder used to hold its run's timings and worker ids (manifest.json), a validation
+verdict the machine's absolute path, a training's run.json its MLflow run id and registry
+version, exports.json the same ids, a tournament per-move times and peak memory: a forced rerun
+of generation marked everything after it stale, one of training the export. Here the tiny
+profile's Connect 4 chain (generate → validate → encode → train → export → evaluate) runs once;
+then each of its stages is forced to run again (`dvc repro -f -s`; the dataset deleted first,
+since a kept one would only resume), and its outputs' hashes in dvc.lock must be unchanged and
+`dvc status` must find nothing to do downstream. The ids and timings live in metrics files
+(`metrics/GAME/generate-KEY.json`, `train-KEY-run.json`, `evaluate-measured.json`).
 tests/test_cluster.py checks the same hash for a dataset made on a cluster's workers.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -26,7 +31,8 @@ from tests.test_dvc_repro import BIN, copy_repo, git, tiny_profile
 
 pytestmark = [pytest.mark.filterwarnings("ignore"), pytest.mark.slow]
 CHAIN = ("generate-connect4@randomized", "validate-connect4@randomized",
-         "encode-connect4@qualitative")  # fmt: skip
+         "encode-connect4@qualitative", "train-connect4@hmm", "export-connect4",
+         "evaluate-connect4")  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -84,3 +90,43 @@ def test_the_dataset_folder_says_nothing_of_how_it_was_made(repo):
     assert all(set(s) == {"worker", "seconds"} for s in run["shards"].values())
     verdict = json.loads((root / "validation/connect4/randomized.json").read_text())
     assert str(root) not in json.dumps(verdict)  # no machine's path in the verdict
+
+
+def test_a_training_keeps_its_mlflow_ids_beside_its_output(repo):
+    """The ids a training's run.json and exports.json used to hold are in its run record, and
+    the pipeline's readers (stage_io.trained_run: export, promote, the leaderboard) find them
+    there: the registry version the record names is one MLflow holds for that run."""
+    from flows.pipeline.stage_io import RUN_IDS, trained_run
+
+    root, _env = repo
+    run = json.loads((root / "trained/connect4/hmm/run.json").read_text())
+    assert not set(RUN_IDS) & set(run) and run["name"] == "hmm"
+    exported = json.loads((root / "exports/connect4/exports.json").read_text())
+    assert [e["name"] for e in exported] == ["hmm"]
+    assert not set(RUN_IDS) & set(exported[0])
+    record = json.loads((root / "metrics/connect4/train-hmm-run.json").read_text())
+    assert set(record) == set(RUN_IDS) and record["parent_run_id"] is None  # no sweep
+    assert trained_run(root, "connect4", "hmm") == {**run, **record}
+    uri = f"file:{root / 'mlflow.db'}?mode=ro"  # the test repo's own MLflow store
+    with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=5)) as db:
+        query = "SELECT name, version FROM model_versions WHERE run_id = ?"
+        versions = db.execute(query, (record["run_id"],)).fetchall()
+    assert (f"connect4-{run['family']}", int(record["version"])) in versions
+
+
+def test_a_tournament_keeps_its_clock_and_memory_beside_its_output(repo):
+    import pyarrow.parquet as pq
+
+    root, _env = repo
+    games = pq.read_table(root / "evaluation/connect4/games.parquet")
+    assert not [c for c in games.column_names if "time" in c or "peak" in c]
+    summary = json.loads((root / "evaluation/connect4/summary.json").read_text())
+    measured = json.loads((root / "metrics/connect4/evaluate-measured.json").read_text())
+    pairings = [p["pairing"] for p in summary["pairings"]]
+    assert [p["pairing"] for p in measured["pairings"]] == pairings
+    for kept, figures in zip(summary["pairings"], measured["pairings"], strict=True):
+        assert [b["spec"] for b in figures["bots"]] == [b["spec"] for b in kept["bots"]]
+        for bot, figure in zip(kept["bots"], figures["bots"], strict=True):
+            assert set(figure) == {"spec", "time_mean_ms", "time_p95_ms", "peak_kb"}
+            assert not {"time_mean_ms", "time_p95_ms", "peak_kb"} & set(bot)
+            assert bot["decisions"] > 0 and figure["time_mean_ms"] > 0 and figure["peak_kb"] >= 0

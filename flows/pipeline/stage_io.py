@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib
+import json
 import os
 import re
 import shutil
@@ -83,6 +84,25 @@ def atomic_dir(final: Path) -> Iterator[Path]:
     finally:
         if scratch.exists():
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+#: what a training's run record (metrics/GAME/train-NAME-run.json) holds rather than its DVC
+#: output: MLflow's ids and the registry version differ on every run of the same inputs
+RUN_IDS = ("run_id", "parent_run_id", "version")
+
+
+def run_record_path(root: Path, game: str, name: str) -> Path:
+    return Path(root) / "metrics" / game / f"train-{name}-run.json"
+
+
+def trained_run(root: Path, game: str, name: str) -> dict[str, Any]:
+    """`trained/GAME/NAME/run.json` with the ids its stage recorded beside it (a metrics file,
+    so that a rerun of the same inputs leaves the DVC output's bytes as they were)."""
+    run = json.loads((Path(root) / "trained" / game / name / "run.json").read_text())
+    record = run_record_path(root, game, name)
+    if record.is_file():  # a stage that still keeps its ids in run.json has none
+        run.update(json.loads(record.read_text()))
+    return run
 
 
 def lineage(root: Path) -> dict[str, str]:

@@ -4,7 +4,8 @@ where a pipeline tournament played them, their standing in it.
 Tournament tables are the ones the pipeline writes (`evaluation/<game>/summary.json`, the
 engine.tournament format: pairings and standings with Wilson intervals and Elo). A table names
 its bots by label; which registry version a label is comes from what the pipeline wrote beside
-it: `exports/<game>/exports.json` (the evaluate stage's bots: name, family, version), a TD
+it: `exports/<game>/exports.json` (the evaluate stage's bots: name, family) with the version each
+one's training recorded (`metrics/<game>/train-NAME-run.json`, or its run.json), a TD
 chain's `td/<game>/long/*/run.json` (`td-long-NAME`), `promotion/<game>.json` (each family's
 production label) or a label that is a registry spec itself (`registry:NAME/VERSION`,
 `registry:NAME@ALIAS` as the alias stands now).
@@ -164,7 +165,9 @@ def registry_labels(
     exports = root / "exports" / folder / "exports.json"
     if exports.is_file():
         for entry in _json(exports) or []:
-            labels[entry["name"]] = (model_name(folder, entry["family"]), str(entry["version"]))
+            version = entry.get("version") or _trained_version(root, folder, entry["name"])
+            if version is not None:
+                labels[entry["name"]] = (model_name(folder, entry["family"]), str(version))
     labels.update(_td_labels(root, folder))
     promotion = _json(root / "promotion" / f"{folder}.json") or {}
     for info in promotion.get("families", {}).values():
@@ -178,6 +181,16 @@ def registry_labels(
             ref = f"registry:{model['name']}/{version['version']}"
             labels.setdefault(ref, (model["name"], version["version"]))
     return {label: ref for label, ref in labels.items() if ref in known}
+
+
+def _trained_version(root: Path, game: str, name: str) -> str | None:
+    """The registry version a training recorded (its run record, flows.pipeline.stage_io)."""
+    from flows.pipeline.stage_io import trained_run
+
+    try:
+        return trained_run(root, game, name).get("version")
+    except (OSError, ValueError):
+        return None  # trained/ not here (an exports folder copied on its own)
 
 
 def _td_labels(root: Path, game: str) -> dict[str, tuple[str, str]]:

@@ -3,14 +3,21 @@ and played once."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, task
 
-from flows.pipeline.stage_io import RETRIES, SPEC_OF_KIND, StageError, atomic_dir, write_json
+from flows.pipeline.stage_io import (
+    RETRIES,
+    RUN_IDS,
+    SPEC_OF_KIND,
+    StageError,
+    atomic_dir,
+    trained_run,
+    write_json,
+)
 
 
 @task(**RETRIES)
@@ -22,7 +29,7 @@ def export_model(root: Path, game_spec: str, trained: Path, out: Path) -> dict[s
     from models.export import TOLERANCE
     from models.tracking import read_onnx
 
-    run = json.loads((trained / "run.json").read_text())
+    run = trained_run(root, trained.parent.name, trained.name)
     path = trained / run["artifact"]
     if not path.is_file():
         raise StageError(f"{run['name']}: {path} is missing; run its train stage again")
@@ -52,8 +59,8 @@ def export_model(root: Path, game_spec: str, trained: Path, out: Path) -> dict[s
         "file": target.name,
         "kind": run["artifact_kind"],
         "parity": parity,
-        "run_id": run["run_id"],
-        "version": run["version"],
+        # the run record's (not the output's), where the stage has one beside trained/
+        **{key: run[key] for key in ("run_id", "version") if key in run},
     }
 
 
@@ -68,5 +75,10 @@ def export_flow(root: Path, params: dict, game: str) -> list[dict[str, Any]]:
             for name in params[game]["models"]
         ]
         exported = [f.result() for f in futures]
-        write_json(scratch / "exports.json", exported)
+        # the ids live in the trainings' run records (stage_io.trained_run), not in the output
+        write_json(scratch / "exports.json", [drop_ids(e) for e in exported])
     return exported
+
+
+def drop_ids(entry: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if k not in RUN_IDS}

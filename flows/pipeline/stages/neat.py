@@ -2,7 +2,9 @@
 
 Export, tournament and promotion of the territory chain are the pipeline's generic stages: this
 stage leaves `trained/GAME/NAME/run.json` in the shape they read, with the champion logged and
-registered as a `GAME-neat` version. A model of GAME that is not a NEAT case, or a game NEAT does
+registered as a `GAME-neat` version; as the train stage, its MLflow ids, registry version and
+seconds go to the run record `metrics/GAME/train-NAME-run.json` (stage_io.trained_run), not the
+output. A model of GAME that is not a NEAT case, or a game NEAT does
 not train on (models.base.check_game), gets one line and exit 2.
 
 A killed stage resumes: every seed checkpoints its populations (JSON) after each generation under
@@ -29,6 +31,7 @@ from flows.pipeline.stage_io import (
     fan_out,
     lineage,
     run_flow,
+    run_record_path,
     use_tracking,
     write_json,
 )
@@ -81,7 +84,7 @@ def neat_flow(
     registered; metrics/GAME/train-NAME.json and plots/GAME/NAME.csv."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from models.neat_track import train_case
+    from models.neat_track import timeless, train_case
 
     use_tracking(params, root)
     root = Path(root).resolve() if on_cluster else Path(root)  # workers may run elsewhere
@@ -128,21 +131,29 @@ def neat_flow(
         )
         per_seed = {
             str(s["seed"]): {
-                "run_id": s["run_id"],
-                "history": s["result"].history,
+                "history": timeless(s["result"].history),
                 "champion_stats": s["result"].champion_stats,
                 "parity": s["parity"],
-                "seconds": s["result"].seconds,
             }
             for s in outcome["seeds"]
+        }
+        ids = {  # the run record, not the output: they differ on every run (issue 68)
+            "run_id": best["run_id"],
+            "parent_run_id": outcome["parent_run_id"],
+            "version": outcome["version"],
+            "seed_runs": {
+                str(s["seed"]): {
+                    "run_id": s["run_id"],
+                    "seconds": s["result"].seconds,
+                    "eval_seconds": [row.get("eval_seconds") for row in s["result"].history],
+                }
+                for s in outcome["seeds"]
+            },
         }
         summary = {
             "name": name,
             "case": settings["case"],
             "family": "neat",
-            "run_id": best["run_id"],
-            "parent_run_id": outcome["parent_run_id"],
-            "version": outcome["version"],
             "artifact": "champion.onnx",
             "artifact_kind": "onnx",
             "best_seed": best["seed"],
@@ -152,6 +163,7 @@ def neat_flow(
             "seeds": per_seed,
         }
         write_json(scratch / "run.json", summary)
+        write_json(run_record_path(root, game, name), ids)
     tag_runs(
         [s["run_id"] for s in outcome["seeds"]] + [outcome["parent_run_id"]],
         {**lineage(root), "gridbots.stage": f"neat-{game}@{name}"},
@@ -170,4 +182,4 @@ def neat_flow(
         if key.endswith(("best_fitness", "mean_fitness"))
     }
     write_curve(root / "plots" / game / f"{name}.csv", curves)
-    return summary
+    return {**summary, **ids}

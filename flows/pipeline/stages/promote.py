@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, task
 
-from flows.pipeline.stage_io import RETRIES, use_tracking, write_json
+from flows.pipeline.stage_io import RETRIES, trained_run, use_tracking, write_json
 from flows.pipeline.stage_runs import log_stage_run
 
 
@@ -40,7 +39,7 @@ def gate_families(root: Path, game: str, models: dict, gate: dict) -> dict[str, 
 
     families: dict[str, list[dict]] = {}
     for name in models:
-        run = json.loads((Path(root) / "trained" / game / name / "run.json").read_text())
+        run = trained_run(root, game, name)
         families.setdefault(run["family"], []).append(run)
     result: dict[str, dict] = {}
     for family_name, runs in families.items():

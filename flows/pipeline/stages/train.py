@@ -16,6 +16,7 @@ from flows.pipeline.stage_io import (
     fan_out,
     lineage,
     run_flow,
+    run_record_path,
     use_tracking,
     write_json,
 )
@@ -93,13 +94,15 @@ def _train(root: Path, params: dict, game: str, name: str, on_cluster: bool = Fa
         if outcome.parent_run_id:
             run_ids.append(outcome.parent_run_id)
         tag_runs(run_ids, {**lineage(root), "gridbots.stage": stage_label("train", game, name)})
+        ids = {  # the run record, not the output: they differ on every run (issue 68)
+            "run_id": best.run_id,
+            "parent_run_id": outcome.parent_run_id,
+            "version": outcome.version,
+        }
         summary = {
             "name": name,
             "family": best.result.family,
             "encoding": best.result.encoding,
-            "run_id": best.run_id,
-            "parent_run_id": outcome.parent_run_id,
-            "version": outcome.version,
             "artifact": artifact.name,
             "artifact_kind": best.result.artifact_kind,
             "objective": {"metric": outcome.metric, "direction": outcome.direction},
@@ -109,11 +112,12 @@ def _train(root: Path, params: dict, game: str, name: str, on_cluster: bool = Fa
             "configurations": len(outcome.runs),
         }
         write_json(scratch / "run.json", summary)
+        write_json(run_record_path(root, game, name), ids)
     shutil.rmtree(work, ignore_errors=True)
     metrics = {k: float(v) for k, v in best.result.metrics.items()}
     write_json(root / "metrics" / game / f"train-{name}.json", metrics)
     write_curve(root / "plots" / game / f"{name}.csv", best.result.history)
-    return summary
+    return {**summary, **ids}
 
 
 def write_curve(path: Path, history: dict[str, list[float]]) -> None:
