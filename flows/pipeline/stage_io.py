@@ -95,6 +95,11 @@ def run_record_path(root: Path, game: str, name: str) -> Path:
     return Path(root) / "metrics" / game / f"train-{name}-run.json"
 
 
+def export_record_path(root: Path, game: str) -> Path:
+    """The export stage's record of the versions it exported (name, run_id, version each)."""
+    return Path(root) / "metrics" / game / "export-run.json"
+
+
 def trained_run(root: Path, game: str, name: str) -> dict[str, Any]:
     """`trained/GAME/NAME/run.json` with the ids its stage recorded beside it (a metrics file,
     so that a rerun of the same inputs leaves the DVC output's bytes as they were)."""

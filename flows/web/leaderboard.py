@@ -164,8 +164,13 @@ def registry_labels(
     labels: dict[str, tuple[str, str]] = {}
     exports = root / "exports" / folder / "exports.json"
     if exports.is_file():
+        exported = _exported_versions(root, folder)
         for entry in _json(exports) or []:
-            version = entry.get("version") or _trained_version(root, folder, entry["name"])
+            version = (
+                entry.get("version")  # an exports.json written before the run records
+                or exported.get(entry["name"])
+                or _trained_version(root, folder, entry["name"])
+            )
             if version is not None:
                 labels[entry["name"]] = (model_name(folder, entry["family"]), str(version))
     labels.update(_td_labels(root, folder))
@@ -181,6 +186,15 @@ def registry_labels(
             ref = f"registry:{model['name']}/{version['version']}"
             labels.setdefault(ref, (model["name"], version["version"]))
     return {label: ref for label, ref in labels.items() if ref in known}
+
+
+def _exported_versions(root: Path, game: str) -> dict[str, str]:
+    """Name → the version the export stage took (its record, flows.pipeline.stage_io): what the
+    tournament played, even after a later training registered a newer version."""
+    from flows.pipeline.stage_io import export_record_path
+
+    record = _json(export_record_path(root, game)) or []
+    return {e["name"]: str(e["version"]) for e in record if e.get("version") is not None}
 
 
 def _trained_version(root: Path, game: str, name: str) -> str | None:

@@ -15,6 +15,7 @@ from flows.pipeline.stage_io import (
     SPEC_OF_KIND,
     StageError,
     atomic_dir,
+    export_record_path,
     trained_run,
     write_json,
 )
@@ -77,6 +78,10 @@ def export_flow(root: Path, params: dict, game: str) -> list[dict[str, Any]]:
         exported = [f.result() for f in futures]
         # the ids live in the trainings' run records (stage_io.trained_run), not in the output
         write_json(scratch / "exports.json", [drop_ids(e) for e in exported])
+    # which versions this export took: a later training overwrites its own run record, and the
+    # evaluate stage's tournament played these (the leaderboard labels its rows by them)
+    ids = [{"name": e["name"], **{k: e[k] for k in RUN_IDS if k in e}} for e in exported]
+    write_json(export_record_path(root, game), ids)
     return exported
 
 
