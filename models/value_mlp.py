@@ -46,9 +46,10 @@ DEFAULTS: dict[str, Any] = {
 GRID = ((2, 64), (2, 128), (2, 256), (2, 512), (2, 1024), (3, 1024))
 INPUT_NAME = "position"
 OUTPUT_NAME = "win_probability"
-#: the encoder as named in every export (now agents.value.features.encode_state): kept, so
-#: exports stay byte-identical to those made before agents/ was regrouped
-ENCODER = "agents.value_features.encode_state"
+#: the encoder every export names in its metadata (`gridbots.encoder`): where it lives. Exports
+#: made before agents/ was regrouped name `agents.value_features.encode_state`; nothing resolves
+#: the label (agents read `gridbots.encoding`), so they load and play as before
+ENCODER = "agents.value.features.encode_state"
 
 
 def labels(outcome: np.ndarray) -> np.ndarray:
