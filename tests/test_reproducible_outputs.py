@@ -9,7 +9,7 @@ profile's Connect 4 chain (generate → validate → encode → train → export
 then each of its stages is forced to run again (`dvc repro -f -s`; the dataset deleted first,
 since a kept one would only resume), and its outputs' hashes in dvc.lock must be unchanged and
 `dvc status` must find nothing to do downstream. The ids and timings live in metrics files
-(`metrics/GAME/generate-KEY.json`, `train-KEY-run.json`, `evaluate-measured.json`).
+(`metrics/GAME/generate-KEY.json`, `train-runs/KEY.json`, `evaluate-measured.json`).
 tests/test_cluster.py checks the same hash for a dataset made on a cluster's workers.
 """
 
@@ -104,7 +104,7 @@ def test_a_training_keeps_its_mlflow_ids_beside_its_output(repo):
     exported = json.loads((root / "exports/connect4/exports.json").read_text())
     assert [e["name"] for e in exported] == ["hmm"]
     assert not set(RUN_IDS) & set(exported[0])
-    record = json.loads((root / "metrics/connect4/train-hmm-run.json").read_text())
+    record = json.loads((root / "metrics/connect4/train-runs/hmm.json").read_text())
     assert set(record) == set(RUN_IDS) and record["parent_run_id"] is None  # no sweep
     assert trained_run(root, "connect4", "hmm") == {**run, **record}
     uri = f"file:{root / 'mlflow.db'}?mode=ro"  # the test repo's own MLflow store

@@ -86,5 +86,5 @@ def test_kill_9_mid_sweep_then_rerun_trains_only_the_rest(tmp_path, prefect_env)
         assert client.get_run(run_id).info.status == "KILLED"
     summary = json.loads((tmp_path / "trained/connect4/hmm/run.json").read_text())
     assert summary["configurations"] == len(ALPHAS)
-    record = json.loads((tmp_path / "metrics/connect4/train-hmm-run.json").read_text())
+    record = json.loads((tmp_path / "metrics/connect4/train-runs/hmm.json").read_text())
     assert "run_id" not in summary and record["run_id"] in {r.info.run_id for r in finished}

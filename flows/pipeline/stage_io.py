@@ -86,13 +86,15 @@ def atomic_dir(final: Path) -> Iterator[Path]:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-#: what a training's run record (metrics/GAME/train-NAME-run.json) holds rather than its DVC
+#: what a training's run record (metrics/GAME/train-runs/NAME.json) holds rather than its DVC
 #: output: MLflow's ids and the registry version differ on every run of the same inputs
 RUN_IDS = ("run_id", "parent_run_id", "version")
 
 
 def run_record_path(root: Path, game: str, name: str) -> Path:
-    return Path(root) / "metrics" / game / f"train-{name}-run.json"
+    """A training's run record: one folder per game, so the stages that read the versions
+    (export, promote) depend on exactly these files whatever models a profile trains."""
+    return Path(root) / "metrics" / game / "train-runs" / f"{name}.json"
 
 
 def export_record_path(root: Path, game: str) -> Path:

@@ -5,7 +5,7 @@ Tournament tables are the ones the pipeline writes (`evaluation/<game>/summary.j
 engine.tournament format: pairings and standings with Wilson intervals and Elo). A table names
 its bots by label; which registry version a label is comes from what the pipeline wrote beside
 it: `exports/<game>/exports.json` (the evaluate stage's bots: name, family) with the version each
-one's training recorded (`metrics/<game>/train-NAME-run.json`, or its run.json), a TD
+one's training recorded (`metrics/<game>/train-runs/NAME.json`, or its run.json), a TD
 chain's `td/<game>/long/*/run.json` (`td-long-NAME`), `promotion/<game>.json` (each family's
 production label) or a label that is a registry spec itself (`registry:NAME/VERSION`,
 `registry:NAME@ALIAS` as the alias stands now).
