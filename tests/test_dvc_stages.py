@@ -62,6 +62,31 @@ def test_the_closure_follows_lazy_and_named_imports():
     assert not any(f.startswith("models/") for f in files)  # generation trains nothing
 
 
+@pytest.mark.parametrize("profile", dependencies.PROFILES)
+def test_promote_depends_on_the_run_record_of_every_model_it_gates(profile):
+    """The gate reads each model's registry version from its training's run record (stage_io
+    .trained_run), registry state that is no part of trained/: a forced train rerun registers a
+    new version, and promote must then be stale, in every profile's list of models."""
+    from pathlib import Path
+
+    from flows.pipeline.stage_io import run_record_path
+
+    params = yaml.safe_load((ROOT / profile).read_text())
+    known = stages(params_file=profile)
+    written = {out for stage in known.values() for out in stage["outs"]}
+    gates = {name: stage for name, stage in known.items()
+             if stage["cmd"].split()[:3] in (["gridbots", "stage", "promote"],
+                                             ["gridbots", "stage", "td-promote"])}  # fmt: skip
+    assert {"promote-connect4", "promote-territory"} <= set(gates)
+    for name, stage in gates.items():
+        game = stage["cmd"].split()[3]
+        for model in params[game]["models"]:
+            record = run_record_path(Path(), game, model).as_posix()
+            assert record in written, (name, record)  # a train stage declares it
+            covered = [d for d in stage["deps"] if record == d or record.startswith(d + "/")]
+            assert covered, (name, record)
+
+
 def test_a_missing_dep_is_caught():
     stage = dict(STAGES["encode-connect4@qualitative"])
     stage["deps"] = [d for d in stage["deps"] if d != "agents/sequence/codec.py"]
