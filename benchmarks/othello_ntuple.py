@@ -56,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heuristic-depth", type=int, default=2, choices=(1, 2))
     parser.add_argument("--heuristic-epsilon", type=float, default=0.1)
     parser.add_argument("--init", default="", help="an exported td model whose weights start it")
+    parser.add_argument(
+        "--tcl", action="store_true", help="temporal coherence learning: each weight's own rate"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--curve-every", type=int, default=250_000)
     parser.add_argument("--curve-games", type=int, default=500)
@@ -100,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         "heuristic_depth": args.heuristic_depth,
         "heuristic_epsilon": args.heuristic_epsilon,
         "init": args.init,
+        "tcl": args.tcl,
     }
     if args.opponent == "counter":
         params.update(

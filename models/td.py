@@ -55,6 +55,7 @@ DEFAULTS: dict[str, Any] = {
     "heuristic_depth": 2,  # ... searched to this depth (1 or 2), plain minimax
     "heuristic_epsilon": 0.1,  # ... playing a random move with this probability
     "init": "",  # an exported td model (ONNX) of the same network whose weights start the run
+    "tcl": False,  # ntuple: temporal coherence learning (each weight's own rate |E| / A)
     "planes": 2,  # observation planes read (seat 0's pieces, seat 1's)
     "init_std": 0.0001,
     "seed": 0,
@@ -70,6 +71,7 @@ LATER = (
     "heuristic_depth",
     "heuristic_epsilon",
     "init",
+    "tcl",
 )
 CHUNK = 1000  # games between progress reports
 CHECKPOINT_SECONDS = 30.0  # a checkpoint at most this often (and at every curve point, the end)
@@ -98,6 +100,8 @@ def check(params: dict[str, Any]) -> dict[str, Any]:
         raise ModelError("td: lr_final lies in (0, 1] (1 keeps the rate constant)")
     if p["init_std"] < 0:
         raise ModelError("td: init_std must not be negative")
+    if p["tcl"] and p["network"] != "ntuple":
+        raise ModelError("td: tcl (temporal coherence learning) is for network=ntuple")
     if p["opponent"] == "counter" and not p["counter_weights"]:
         raise ModelError("td: opponent=counter needs counter_weights (one weight per cell)")
     if not 0 <= p["counter_epsilon"] <= 1 or not 0 <= p["counter_share"] <= 1:
@@ -124,6 +128,7 @@ def label(params: dict[str, Any]) -> str:
         out += f"-p{p['phases']}" if p["phases"] != 1 else ""
         out += f"-vs-{p['opponent']}" if p["opponent"] in ("random", "counter") else ""
         out += f"-heuristic{p['heuristic_depth']}" if p["heuristic_share"] else ""
+        out += "-tcl" if p["tcl"] else ""
         return f"ntuple{out}-{p['rule']}-{p['selection']}-lr{p['learning_rate']:g}{rf}"
     head = f"{p['rule']}-{p['activation']}-{p['selection']}"
     return f"{head}-h{p['hidden']}-lr{p['learning_rate']:g}{rf}"
@@ -132,7 +137,8 @@ def label(params: dict[str, Any]) -> str:
 def initial_network(game, p: dict[str, Any]) -> MLP | NTuple:
     """The untrained network of a checked configuration."""
     if p["network"] == "ntuple":
-        return NTuple.initial(game, 0.0, p["seed"], p["activation"], p["tuples"], p["phases"])
+        shape = (p["activation"], p["tuples"], p["phases"], p["tcl"])
+        return NTuple.initial(game, 0.0, p["seed"], *shape)
     return MLP.initial(game, p["hidden"], p["activation"], p["planes"], p["init_std"], p["seed"])
 
 
@@ -282,8 +288,14 @@ class Trainer:
             fingerprint=self.fingerprint(),
             results=np.asarray(self.results),
             **self.network.weights(),
+            **self._learning_state(),
         )
         os.replace(temp, path)
+
+    def _learning_state(self) -> dict[str, np.ndarray]:
+        """The network's training state besides its weights (TCL's sums), if it keeps any."""
+        state = getattr(self.network, "learning_state", None)
+        return state() if state is not None else {}
 
     def resume(self, path: Path) -> bool:
         """Loads a checkpoint of this very configuration (False when there is none)."""
@@ -295,7 +307,7 @@ class Trainer:
                 return False
             if int(saved["games_done"]) > self.params["games"]:
                 return False  # trained past what is asked: start afresh
-            for name, array in self.network.weights().items():
+            for name, array in {**self.network.weights(), **self._learning_state()}.items():
                 array[...] = saved[name]
             self.rng[:] = saved["rng"]
             self.games_done = int(saved["games_done"])

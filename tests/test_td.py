@@ -430,3 +430,36 @@ def test_a_killed_sweep_resumes_from_its_finished_configurations(tmp_path, monke
     )
     with pytest.raises(AssertionError, match="trained again"):  # another job is not reused
         kept_job(make(2))
+
+
+def test_temporal_coherence_scales_each_weight_s_step_by_its_past_agreement(othello, tmp_path):
+    """Hand-worked TCL (linear output, so a step is rate * delta): steps of -s, +s/2 at full
+    rate, then |E| / A = (s/2) / (3s/2) = 1/3 of the third; a weight never asked moves never."""
+    from agents.td.ntuple import NTuple, nt_learn, nt_prepare
+
+    net = NTuple.initial(othello, activation="linear", shapes="rect-2x2", tcl=True)
+    arrays = net.arrays()
+    nt_prepare(arrays, encode(othello, midgame(othello, 9, 1).array, 2))
+    hits = np.bincount(arrays[7], minlength=len(net.lut))  # lookups reading each weight
+    once = int(np.flatnonzero(hits == 1)[0])
+    rate, s = 0.5, 0.5 * 0.2
+    nt_learn(arrays, None, 0.0, rate, 0.2)
+    assert net.lut[once] == pytest.approx(-s)
+    nt_learn(arrays, None, 0.0, rate, -0.1)
+    assert net.lut[once] == pytest.approx(-s / 2)
+    nt_learn(arrays, None, 0.0, rate, 0.2)
+    assert net.lut[once] == pytest.approx(-s / 2 - s / 3)
+    assert np.all(net.lut[hits == 0] == 0)
+    with pytest.raises(ModelError, match="tcl"):
+        td.check({"tcl": True})  # the study's MLP has no per-weight rates
+    # a killed TCL run resumes to the same weights: the checkpoint keeps the coherence sums
+    params = {"network": "ntuple", "tuples": "rect-2x2", "tcl": True, "games": 200, "seed": 4}
+    straight = td.Trainer(othello, {**params, "learning_rate": 0.05})
+    straight.run(200)
+    first = td.Trainer(othello, {**params, "learning_rate": 0.05})
+    first.run(100)
+    first.save(tmp_path / "ck.npz")
+    second = td.Trainer(othello, {**params, "learning_rate": 0.05})
+    assert second.resume(tmp_path / "ck.npz") and second.network.coherence.any()
+    second.run(100)
+    assert np.array_equal(second.network.lut, straight.network.lut)

@@ -18,6 +18,11 @@ lookups, 115k weights; or systematic shapes (Jaśkowski 2014): every straight N-
 stage (occupied cells * phases // (cells + 1)) has its own copy of the tables, as Othello
 programs since Logistello weigh patterns by stage. A child's indices are the parent's plus the
 contributions of the cells that changed, so a move list costs a few table reads per successor.
+
+With temporal coherence learning (`tcl`, Beal and Smith 1999, as Jaśkowski's n-tuple TD uses it)
+each weight keeps the sum E of the steps asked of it and the sum A of their sizes, and takes
+only |E| / A of its next step (1 before its first): a weight whose steps keep one sign learns at
+the full rate, one pushed back and forth by noise slows to a stop, without a global schedule.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ def _value(lut, index, linear):
 
 # ---- the hooks of agents.td.net (net = NTuple.arrays()) --------------------------------------
 LUT, LOOKUP_CELLS, OFFSET, CELL_PTR, CELL_LOOKUP, CELL_POWER, CELLS, INDEX, CHILD, STATE = range(10)
-LINEAR, PHASES, STRIDE = 10, 11, 12
+LINEAR, PHASES, STRIDE, TCL, TCL_SUM, TCL_SIZE = 10, 11, 12, 13, 14, 15
 
 
 @njit(cache=True, inline="always")
@@ -111,8 +116,16 @@ def nt_current_value(net):
 def nt_learn(net, x, v, rate, delta):
     lut, index = net[LUT], net[INDEX]
     step = rate * delta * (1.0 if net[LINEAR] else v * (1.0 - v))
+    if not net[TCL]:
+        for i in range(index.shape[0]):
+            lut[index[i]] -= step
+        return
+    asked, size = net[TCL_SUM], net[TCL_SIZE]  # temporal coherence: |E| / A of the step
     for i in range(index.shape[0]):
-        lut[index[i]] -= step
+        w = index[i]
+        lut[w] -= step * (abs(asked[w]) / size[w] if size[w] > 0.0 else 1.0)
+        asked[w] += step
+        size[w] += abs(step)
 
 
 # ---- geometry ------------------------------------------------------------------------------------
@@ -232,6 +245,7 @@ class NTuple:
         size: int,
         activation: str = "sigmoid",
         phases: int = 1,
+        tcl: bool = False,
     ):
         if activation not in self.OUTPUTS:
             raise ValueError(f"n-tuple output {activation!r}; known: {', '.join(self.OUTPUTS)}")
@@ -255,6 +269,8 @@ class NTuple:
         self.cell_power = np.array([p for r in powers for p in r], dtype=np.int64)
         self._index = np.zeros((2, len(self.offset)), dtype=np.int64)
         self._cells = np.zeros(size, dtype=np.int64)
+        self.tcl = bool(tcl)  # per weight: the sum of its steps, the sum of their sizes
+        self.coherence = np.zeros((2, len(self.lut) if self.tcl else 0), dtype=np.float64)
 
     @classmethod
     def initial(
@@ -265,6 +281,7 @@ class NTuple:
         activation: str = "sigmoid",
         shapes: str = "lines-corners",
         phases: int = 1,
+        tcl: bool = False,
     ) -> NTuple:
         cells_of, table_of = lookups(game, shapes)
         longest = max(len(c) for c in cells_of)
@@ -280,7 +297,7 @@ class NTuple:
         total = int(first[-1]) * max(phases, 1)
         lut = rng.normal(0.0, std, size=total) if std else np.zeros(total)
         cells = int(np.prod(game.observation_shape[1:]))
-        return cls(lut, lookup_cells, np.array(starts), cells, activation, phases)
+        return cls(lut, lookup_cells, np.array(starts), cells, activation, phases, tcl)
 
     @property
     def size(self) -> int:
@@ -307,10 +324,17 @@ class NTuple:
             linear,
             self.phases,
             self.stride,
+            self.tcl,
+            self.coherence[0],
+            self.coherence[1],
         )
 
     def weights(self) -> dict[str, np.ndarray]:
         return {"lut": self.lut, "lookup_cells": self.lookup_cells, "offset": self.offset}
+
+    def learning_state(self) -> dict[str, np.ndarray]:
+        """What training keeps besides the weights (a checkpoint saves it; export does not)."""
+        return {"tcl_coherence": self.coherence} if self.tcl else {}
 
     def copy(self) -> NTuple:
         lut, cells = self.lut.copy(), self.cells
