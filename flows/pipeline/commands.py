@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -181,6 +182,20 @@ def playerzero(
     result = playerzero_stage(ROOT, settings, game, generations, dask)
     best = (result["best"] or {}).get("path", "none")
     typer.echo(f"playerzero/{game}: {result['generation']} generations; best {best}")
+
+
+@stage_app.command("rebuild")
+def rebuild(
+    game: GAME,
+    name: Annotated[str, typer.Argument(help="The zoo entry's name (params zoo.GAME-NAME).")],
+    params: PARAMS = Path("../params-zoo.yaml"),
+):
+    """zoo/GAME/NAME: a zoo entry from its chain's training (rebuild/dvc.yaml), measured by its
+    card's commands, with its card."""
+    from flows.pipeline.stages.rebuild import rebuild_stage
+
+    settings = load("rebuild", None, f"{game}-{name}", params)
+    typer.echo(str(rebuild_stage(ROOT, settings, game, name, params)))
 
 
 @stage_app.command("report")

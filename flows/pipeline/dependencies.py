@@ -209,28 +209,54 @@ def source_deps(root: Path = ROOT) -> dict[str, list[str]]:
     return {name: sorted(files) for name, files in found.items()}
 
 
+#: DVC projects of their own inside the repository (`dvc init --subdir`), whose stages run the
+#: same stage commands from their folder: the zoo's chains (rebuild/dvc.yaml, issue 66)
+SUBPROJECTS = ("rebuild",)
+
+
+def subproject_deps(root: Path, folder: str) -> dict[str, list[str]]:
+    """FOLDER/dvc.yaml's stages (plain ones) → the source files each runs, as ../PATH."""
+    spec = yaml.safe_load((root / folder / "dvc.yaml").read_text())["stages"]
+    up = "../" * len(Path(folder).parts)
+    return {
+        name: sorted(up + p.relative_to(root).as_posix() for p in closure(stage_roots(name), root))
+        for name in spec
+    }
+
+
 def write_deps(root: Path = ROOT) -> list[str]:
-    """Rewrites the source deps of every stage of dvc.yaml (data deps, comments and order kept);
-    the stages whose list changed."""
+    """Rewrites the source deps of every stage of dvc.yaml and of each subproject's (data deps,
+    comments and order kept); the stages whose list changed."""
+    changed = _rewrite(root / "dvc.yaml", source_deps(root), "")
+    for folder in SUBPROJECTS:
+        up = "../" * len(Path(folder).parts)
+        found = _rewrite(root / folder / "dvc.yaml", subproject_deps(root, folder), up)
+        changed += [f"{folder}/dvc.yaml: {name}" for name in found]
+    return changed
+
+
+def _rewrite(path: Path, wanted: dict[str, list[str]], up: str) -> list[str]:
     from ruamel.yaml import YAML
 
     yaml_rt = YAML()
     yaml_rt.indent(mapping=2, sequence=4, offset=2)
     yaml_rt.width = 4096
-    path = root / "dvc.yaml"
     document = yaml_rt.load(path.read_text())
-    wanted = source_deps(root)
     changed = []
+
+    def source(dep: str) -> bool:
+        return dep.startswith(up) and is_source(dep[len(up) :])
+
     for name, stage in document["stages"].items():
         body = stage["do"] if "foreach" in stage else stage
         deps = body.get("deps")
         if deps is None or name not in wanted:
             continue
-        new = [str(d) for d in deps if not is_source(str(d))] + wanted[name]
+        new = [str(d) for d in deps if not source(str(d))] + wanted[name]
         if list(map(str, deps)) != new:
             changed.append(name)
             for index in reversed(range(len(deps))):  # in place: data deps keep their comments
-                if is_source(str(deps[index])):
+                if source(str(deps[index])):
                     del deps[index]
             deps.extend(wanted[name])
     temp = path.with_suffix(".yaml.tmp")
@@ -247,7 +273,7 @@ def main() -> None:
 
     if sys.argv[1:] == ["--write"]:
         for name in write_deps():
-            print(f"dvc.yaml: {name}: source deps rewritten")
+            print(f"{name}: source deps rewritten")
         return
     report = {
         name: sorted(

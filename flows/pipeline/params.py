@@ -76,6 +76,8 @@ REQUIRED: dict[str, list[tuple[str, tuple[type, ...]]]] = {
         ("{game}.models.{name}.params", (dict,)),
     ],
     "study": [("{game}.models", (dict,))],
+    # a zoo entry from its chain (pipeline/stages/rebuild.py; params-zoo.yaml)
+    "rebuild": [("zoo.{name}", (dict,)), ("zoo.{name}.evidence", (list,))],
     # ---- the TD chain of study 002 (flows/pipeline/stages/td.py)
     "td-study": [
         ("workers", (int,)),

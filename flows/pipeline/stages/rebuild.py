@@ -1,0 +1,287 @@
+"""`gridbots stage rebuild GAME NAME`: a zoo entry rebuilt from its chain's training (issue 66).
+
+Glue, not a trainer. The chain in rebuild/dvc.yaml trains with the pipeline's own stages (the
+PlayerZero loop, a NEAT case) under the zoo profile (params-zoo.yaml); this stage takes the
+network that training chose (the loop's production network: the one its promotion gate kept;
+a NEAT case's champion), copies it (with the int8 copy an entry plays, models.quantize),
+measures every figure by the card's own command on the new files (a `gridbots` process running
+exactly the line a reader reruns, `{dir}` the new entry), and writes the card
+(models.zoo.write_card) with how it was made: profile, params, commit, dvc.lock hash, MLflow run
+id, training hours, machine. The output `zoo/GAME/NAME` (under the chain's folder) is a zoo
+entry; `python -m models.zoo --install` copies it into the repository's zoo/ once every floor
+holds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+
+from flows.pipeline.stage_io import StageError, atomic_dir, lineage, trained_run, write_json
+
+#: what the card's commands run (in a process of their own): the command line, whose modules are
+#: this stage's deps through this name (flows.pipeline.dependencies reads module names in strings)
+CARD_COMMANDS = "flows.cli.app"
+#: the environment every measurement runs in: one thread, as the cards' figures were measured
+ONE_THREAD = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+
+
+def entry_key(game: str, name: str) -> str:
+    return f"{game}-{name}"
+
+
+def entry_settings(params: dict, game: str, name: str) -> dict[str, Any]:
+    """params zoo.GAME-NAME; StageError (exit 2) naming the profile's entries otherwise."""
+    entries = params.get("zoo") or {}
+    key = entry_key(game, name)
+    if key not in entries:
+        raise StageError(f"no zoo.{key} in the profile; its entries: {', '.join(entries)}")
+    return entries[key]
+
+
+# ---- what the chain's training chose --------------------------------------------------------
+def chosen_playerzero(root: Path, key: str) -> dict[str, Any]:
+    """The network the loop's promotion gate last put in production (playerzero/KEY/state.json),
+    with its generation's run id and the loop's seconds up to it and in all."""
+    home = Path(root) / "playerzero" / key
+    state = json.loads((home / "state.json").read_text())
+    promoted = [
+        row
+        for row in state["history"]
+        if ((row.get("registry") or {}).get("promotion") or {}).get("promoted")
+    ]
+    if promoted:
+        row = promoted[-1]
+        why = (
+            f"registry {row['registry']['name']} version {row['registry']['version']}: the last "
+            "network the loop's promotion gate put in production"
+        )
+    else:  # no network passed the gate (a tiny profile's few games): the loop's own best
+        best = (state.get("best") or {}).get("path")
+        rows = [row for row in state["history"] if row["network"] == best]
+        if not rows:
+            raise StageError(f"{home}: the loop has no network to take (no generation yet)")
+        row = rows[-1]
+        why = "the loop's best network by its arena (no generation passed the promotion gate)"
+    return {
+        "file": home / row["network"],
+        "run_id": row["run_id"],
+        "parent_run_id": state.get("parent_run_id"),
+        "chosen": f"generation {row['generation']} ({row['network']}), {why}",
+        "seconds": float(row["hours"]) * 3600.0,
+        "seconds_all": float(state["seconds"]),
+    }
+
+
+def chosen_neat(root: Path, game: str, key: str) -> dict[str, Any]:
+    """A NEAT case's champion (trained/GAME/KEY and its run record)."""
+    run = trained_run(root, game, key)
+    seeds = run.get("seed_runs") or {}
+    seconds = sum(float(s.get("seconds") or 0.0) for s in seeds.values())
+    return {
+        "file": Path(root) / "trained" / game / key / run["artifact"],
+        "run_id": run.get("run_id"),
+        "parent_run_id": run.get("parent_run_id"),
+        "chosen": f"the case's champion (seed {run.get('best_seed')}, of {len(seeds)} seeds)",
+        "seconds": seconds,
+        "seconds_all": seconds,
+    }
+
+
+def chosen(root: Path, params: dict, settings: dict) -> dict[str, Any]:
+    source = settings["source"]
+    if source["stage"] == "playerzero":
+        return chosen_playerzero(root, source["key"])
+    if source["stage"] in ("neat", "train"):
+        return chosen_neat(root, settings["game"], source["key"])
+    raise StageError(f"zoo source stage {source['stage']!r}: playerzero, neat or train")
+
+
+# ---- the card's figures ---------------------------------------------------------------------
+def gridbots_program() -> list[str]:
+    """The `gridbots` program beside this interpreter (the venv's), else this interpreter."""
+    beside = Path(sys.executable).with_name("gridbots")
+    return [str(beside)] if beside.is_file() else [sys.executable, "-m", "flows.entry"]
+
+
+def card_command(argv: list[str], shown_dir: str = "{dir}") -> str:
+    """The line the card prints: run from the repository root, one thread, niced."""
+    words = [word.replace("{dir}", shown_dir) for word in argv]
+    env = " ".join(f"{k}={v}" for k, v in ONE_THREAD.items())
+    return f"{env} nice -n 10 .venv/bin/gridbots {shlex.join(words)}"
+
+
+def run_card_command(argv: list[str], folder: Path) -> tuple[Any, float]:
+    """Runs one figure's command on the entry in `folder`; its JSON and its seconds."""
+    words = [word.replace("{dir}", str(folder)) for word in argv]
+    started = time.monotonic()
+    done = subprocess.run(
+        [*gridbots_program(), *words],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **ONE_THREAD},
+        check=False,
+    )
+    if done.returncode != 0:
+        raise StageError(f"gridbots {shlex.join(words)}: {done.stderr.strip()[-400:]}")
+    # the folder as the card names it, so the kept JSON reads the same wherever it was measured
+    return json.loads(done.stdout.replace(str(folder), "{dir}")), time.monotonic() - started
+
+
+def figure(item: dict[str, Any], result: Any) -> dict[str, Any]:
+    """The evidence row of one figure from its command's JSON (a match or a solved-set rate)."""
+    from engine.tournament import wilson_interval
+
+    if isinstance(result, list):  # gridbots solved rate: one row per spec
+        rate = result[0]
+        value, count = float(rate["optimal_rate"]), int(rate["positions"])
+        measured = {
+            "value": value,
+            "interval": list(wilson_interval(value, count)),
+            "positions": count,
+            "games": "none (one move per position)",
+            "outcome kept": rate["outcome_rate"],
+            "ms per move": f"{rate['ms_per_move_mean']:.1f} mean, "
+            f"{rate['ms_per_move_p95']:.1f} p95",
+        }
+    else:  # gridbots match: the pairing's summary
+        value, count = float(result["score"]), int(result["games"])
+        measured = {
+            "value": value,
+            "interval": [result["score_low"], result["score_high"]],
+            "games": count,
+            "wins-draws-losses": f"{result['wins']}-{result['draws']}-{result['losses']}",
+        }
+    floor = item["floor"]
+    bound = measured["interval"][0] if floor["bound"] == "low" else measured["value"]
+    met = bound > floor["above"] if "above" in floor else bound >= floor["at_least"]
+    return {
+        "figure": item["figure"],
+        **measured,
+        "opponent": item["opponent"],
+        "seeded_openings": item["seeded_openings"],
+        "sides_swapped": item["sides_swapped"],
+        "floor": f"{floor['text']}: {'met' if met else 'NOT met'} ({bound:.4g})",
+        "floor_met": met,
+        "status": "measured",
+    }
+
+
+def onnx_values(path: Path) -> int:
+    """How many numbers a network file holds (its initializers): its size in parameters."""
+    import math
+
+    import onnx
+
+    graph = onnx.load(str(path)).graph
+    return sum(math.prod(init.dims) for init in graph.initializer)
+
+
+def machine() -> str:
+    """The CPU, cores, memory and load this rebuild ran on."""
+    cpu = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return f"{cpu}, {os.cpu_count()} cores, {memory:.0f} GiB; load average {load} at the card"
+
+
+# ---- the stage ------------------------------------------------------------------------------
+def rebuild_stage(root: Path, params: dict, game: str, name: str, params_file: Path) -> Path:
+    """`zoo/GAME/NAME` under `root`: the chain's network, measured, with its card."""
+    return rebuild_flow(root, params, game, name, str(params_file))
+
+
+@flow(name="rebuild")
+def rebuild_flow(root: Path, params: dict, game: str, name: str, params_file: str) -> Path:
+    from models import zoo
+
+    settings = entry_settings(params, game, name)
+    picked = chosen(root, params, settings)
+    final = Path(root) / "zoo" / game / name
+    started = time.monotonic()
+    with atomic_dir(final) as scratch:
+        target = scratch / settings["model"]
+        quantized = settings.get("quantize")
+        if quantized:  # the int8 copy the spec plays, checked against the float network
+            from engine import parse_game_spec
+            from models.quantize import quantize
+
+            check = quantize(picked["file"], target, parse_game_spec(game),
+                             int(quantized["positions"]), int(quantized["seed"]),
+                             float(quantized["min_agreement"]))  # fmt: skip
+        else:
+            target.write_bytes(picked["file"].read_bytes())
+            check = None
+        (scratch / "evidence").mkdir()
+        evidence, seconds = [], {}
+        for item in settings["evidence"]:
+            result, took = run_card_command(item["argv"], scratch)
+            write_json(scratch / "evidence" / item["file"], result)
+            evidence.append({**figure(item, result), "file": f"evidence/{item['file']}",
+                             "spec": settings["spec"],
+                             "command": card_command(item["argv"])})  # fmt: skip
+            seconds[item["file"]] = round(took, 1)
+        files = [zoo.file_entry(scratch, settings["model"], settings["role"])]
+        files += [
+            zoo.file_entry(scratch, f"evidence/{item['file']}", "evidence")
+            for item in settings["evidence"]
+        ]
+        tags = lineage(root)
+        source = settings["source"]
+        recipe = (params.get(source["stage"], {}) or {}).get(source["key"])
+        if recipe is None:
+            recipe = params[game]["models"][source["key"]]
+        what = {**settings["what"], "file": f"ONNX, {files[0]['bytes']:,} bytes, "
+                f"{onnx_values(target):,} values in its initializers"}  # fmt: skip
+        if check is not None:
+            what["int8 check"] = {k: round(float(v), 4) for k, v in check.items()}
+        made = {
+            "profile": f"{params.get('profile', 'zoo')} ({params_file}), "
+            f"{source['stage']}.{source['key']}",
+            "params": recipe,
+            "commit": tags["git.commit"],
+            "dvc_lock": f"sha256 {tags['dvc.lock_sha256']} (the chain's dvc.lock when the "
+            "card was written)",
+            "mlflow_run_id": f"{picked['run_id']} (the chain's own store, rebuild/mlflow.db)",
+            "training_hours": round(picked["seconds"] / 3600.0, 4),
+            "training_hours_all": round(picked["seconds_all"] / 3600.0, 4),
+            "evidence_seconds": seconds,
+            "rebuild_seconds": round(picked["seconds_all"] + time.monotonic() - started, 1),
+            "machine": machine(),
+            "chosen": picked["chosen"],
+            "command": f"cd rebuild && dvc repro rebuild-{game}",
+        }
+        card = {
+            "schema": zoo.SCHEMA,
+            "game": game,
+            "name": name,
+            "title": settings["title"],
+            "spec": settings["spec"],
+            "model": settings["model"],
+            "what": what,
+            "made": made,
+            "files": files,
+            "evidence": evidence,
+        }
+        zoo.write_card(scratch, card, f"rebuild/zoo/{game}/{name}")
+    zoo.load(final)  # every file as its card says
+    write_json(Path(root) / "metrics" / "zoo" / f"{game}-{name}.json",
+               {"training_hours": made["training_hours"],
+                "rebuild_seconds": made["rebuild_seconds"],
+                **{e["figure"]: e["value"] for e in evidence}})  # fmt: skip
+    return final
