@@ -7,8 +7,11 @@ parity and the held-out metrics (`eval.<name>`). Only `promote_if_better` moves 
 `production`: the candidate plays the current production version (or, with none yet, a baseline
 agent: `params.yaml` promote.baseline, default `random:guards=win+block`) over seeded scenarios
 with sides swapped (engine.tournament.play_pairing), and is promoted only when the lower end of
-its score's 95% Wilson interval is above 0.5. The decision and its evidence are written as
-version tags either way. Registry stages are never used (deprecated in MLflow).
+its score's 95% Wilson interval is above 0.5; where the game has a zoo bot (a version imported
+from zoo/, under any name of the game), a candidate that clears that first match must clear the
+same bound against the zoo bot too (`zoo_bot`), so no demo-scale bot displaces the zoo's
+strength unnoticed. The decision and its evidence are written as version tags either way.
+Registry stages are never used (deprecated in MLflow).
 
 Versions are fetched as raw artifact files into a local cache (keyed by tracking URI, model,
 version and source, so a rebuilt database never serves a stale file); nothing is unpickled.
@@ -16,6 +19,7 @@ version and source, so a rebuilt database never serves a stale file); nothing is
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -363,6 +367,9 @@ def strength(model: dict[str, Any], version: str) -> dict[str, Any]:
         opponent = current_tags.get("promotion.opponent", "")
         if current_tags.get("promotion.decision") != "promoted":
             break
+        if current_tags.get("promotion.zoo.result") == "cleared":  # it beat a zoo bot itself
+            rests = True
+            break
         if not opponent.startswith(f"registry:{model['name']}/"):
             break
         current = opponent.rsplit("/", 1)[1]
@@ -421,9 +428,100 @@ class Decision:
     draws: int
     losses: int
     previous: str | None  # the production version before the decision
+    zoo: dict[str, Any] | None = None  # the match against the game's zoo bot, where one was played
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+#: what `promotion.zoo.result` says of the match against the zoo bot
+ZOO_CLEARED, ZOO_REFUSED = "cleared", "refused"
+
+
+def zoo_bot(client: Any, game: Any, name: str, version: str, previous: str | None) -> str | None:
+    """`registry:NAME/VERSION` of the zoo bot a candidate of `game` also faces at the gate: among
+    the game's registered versions imported from the zoo (a card, `bundle.source` from the zoo),
+    recorded for exactly this game spec and never refused at the gate, a production version
+    first, then the highest card floor, then the newest. None where the game has none, or where
+    it is the candidate itself or the production version the candidate faces already (a zoo
+    entry's own name)."""
+    from engine import parse_game_spec
+    from engine.protocol import GameError
+
+    best: tuple[bool, float, int, str] | None = None
+    for model in client.search_registered_models():
+        if not model.name.startswith(f"{game.name}-"):
+            continue
+        production = str(model.aliases.get(PRODUCTION, ""))
+        for found in _versions(client, model.name):
+            tags = found.tags or {}
+            if not tags.get("card.sha256") or _card_entry(tags) is None:
+                continue
+            if tags.get("promotion.decision") == "rejected":  # a card the gate turned down
+                continue
+            try:
+                if parse_game_spec(tags.get("game", "")).spec() != game.spec():
+                    continue  # another variant of the game (a board size, a target)
+            except GameError:  # a tag no game reads: not this game's bot
+                continue
+            if model.name == name and str(found.version) in (version, previous):
+                continue
+            floor = card_floor(tags)
+            key = (str(found.version) == production, floor[0] if floor else -1.0,
+                   int(found.version), f"registry:{model.name}/{found.version}")  # fmt: skip
+            if best is None or key[:3] > best[:3]:
+                best = key
+    return best[3] if best is not None else None
+
+
+class _Hopeless(Exception):
+    """The zoo match can no longer clear the bound: its remaining games are not played."""
+
+
+def needed_points(games: int) -> float | None:
+    """The fewest points (draws half) out of `games` whose 95% Wilson lower bound is above 0.5,
+    or None where even a clean sweep is not enough."""
+    from engine.tournament import wilson_interval
+
+    for halves in range(2 * games + 1):
+        if wilson_interval(halves / 2 / games, games)[0] > 0.5:
+            return halves / 2
+    return None
+
+
+def zoo_match(
+    game: Any,
+    spec: str,
+    zoo: str,
+    config: Any,
+    make_seat: Callable[..., Any],
+) -> dict[str, Any]:
+    """The candidate `spec` against the zoo bot over the gate's own seeded games, stopped as soon
+    as the points it has lost leave it short of `needed_points` even if it won every game left
+    (those games could not change the refusal). Returns the played games' summary with
+    `result` (cleared or refused) and `planned` (the gate's game count)."""
+    from engine.tournament import play_pairing, summarize_pairing
+
+    needed = needed_points(config.games)
+    rows: list[dict[str, Any]] = []
+
+    def counted(row: dict[str, Any]) -> None:
+        rows.append(row)
+        lost = sum(1.0 - float(r["score_a"]) for r in rows)
+        if needed is None or config.games - lost < needed:
+            raise _Hopeless
+
+    with contextlib.suppress(_Hopeless):
+        play_pairing(game, spec, zoo, config, make_seat=make_seat, on_game=counted)
+    summary = summarize_pairing(rows)
+    cleared = len(rows) == config.games and summary["score_low"] > 0.5
+    keys = ("games", "wins", "draws", "losses", "score", "score_low", "score_high")
+    return {
+        "opponent": zoo,
+        **{k: summary[k] for k in keys},
+        "planned": config.games,
+        "result": ZOO_CLEARED if cleared else ZOO_REFUSED,
+    }
 
 
 def baseline_spec(path: Path = PARAMS_FILE) -> str:
@@ -478,6 +576,12 @@ def promote_if_better(
     rows = play_pairing(game, spec, opponent, config, make_seat=make_seat or make, on_game=on_game)
     summary = summarize_pairing(rows)
     promoted = summary["score_low"] > 0.5
+    zoo = None
+    if promoted:  # a candidate refused already needs no second match
+        ref = zoo_bot(client, game, name, str(candidate.version), previous)
+        if ref is not None:
+            zoo = zoo_match(game, spec, ref, config, make_seat or make)
+            promoted = zoo["result"] == ZOO_CLEARED
     decision = Decision(
         name,
         str(candidate.version),
@@ -491,6 +595,7 @@ def promote_if_better(
         summary["draws"],
         summary["losses"],
         previous,
+        zoo,
     )
     tags = {
         "promotion.decision": "promoted" if promoted else "rejected",
@@ -500,9 +605,19 @@ def promote_if_better(
         "promotion.wdl": f"{decision.wins}/{decision.draws}/{decision.losses}",
         "promotion.opponent": opponent,
         "promotion.seed": str(seed),
-        "promotion.rule": "promoted iff the 95% Wilson lower bound of the score > 0.5",
+        "promotion.rule": "promoted iff the 95% Wilson lower bound of the score > 0.5, against "
+        "production (or the baseline) and, where the game has a zoo bot, against it too",
         "promotion.time": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
+    if zoo is not None:
+        tags.update({
+            "promotion.zoo.opponent": zoo["opponent"],
+            "promotion.zoo.result": zoo["result"],
+            "promotion.zoo.score": f"{zoo['score']:.4f}",
+            "promotion.zoo.interval": f"[{zoo['score_low']:.4f}, {zoo['score_high']:.4f}]",
+            "promotion.zoo.games": f"{zoo['games']} of {zoo['planned']}",
+            "promotion.zoo.wdl": f"{zoo['wins']}/{zoo['draws']}/{zoo['losses']}",
+        })  # fmt: skip
     for key, value in tags.items():
         client.set_model_version_tag(name, decision.version, key, value)
     if promoted:

@@ -134,3 +134,42 @@ def test_the_zoo_bot_is_each_surfaces_default_and_heads_the_leaderboard(tmp_path
         connect4 = parse_game_spec("connect4")
         assert build(spec, connect4, Limits(ms=100)).inner.ms == 20.0
         assert build(spec, connect4, Limits(ms=5)).inner.ms == 5.0
+        a_candidate_of_another_name_faces_the_zoo_bot_and_is_refused(root, tmp_path / "bundle")
+
+
+def a_candidate_of_another_name_faces_the_zoo_bot_and_is_refused(root: Path, out: Path) -> None:
+    """The zoo's Connect 4 bot is `connect4-playerzero` (v1); a candidate registered as another
+    name of the game (here the zoo network's raw policy, no search) clears its first match
+    against the baseline, then meets the zoo bot at the same gate and is refused, the match
+    recorded. With 4 games the bound needs a clean sweep (4 of 4, lower bound 0.51), so the zoo
+    match stops at the first point it loses: the games left could not change the refusal."""
+    from models.bundle import export, import_bundle
+    from models.registry import describe, needed_points, promote_if_better, strength
+    from models.tracking import client as tracking_client
+
+    student = import_bundle(export(str(root / ENTRY), out), "connect4-policy")
+    version = str(student["version"])
+    tracking_client().set_model_version_tag("connect4-policy", version, "play.spec",
+                                            "policy:model={path}")  # fmt: skip
+    decision = promote_if_better("connect4-policy", version, games=4, baseline="random")
+    assert (decision.opponent, decision.wins, decision.games) == ("random", 4, 4)
+    assert decision.low > 0.5  # the first match alone would have promoted it
+    zoo = decision.zoo
+    assert zoo is not None and zoo["opponent"] == "registry:connect4-playerzero/1"
+    assert needed_points(4) == 4.0
+    assert zoo["draws"] + zoo["losses"] == 1 and zoo["wins"] == zoo["games"] - 1
+    assert zoo["result"] == "refused" and not decision.promoted
+    model = describe("connect4-policy")
+    assert "production" not in model["aliases"]
+    tags = model["versions"][-1]["tags"]
+    assert tags["promotion.decision"] == "rejected"
+    assert tags["promotion.zoo.opponent"] == zoo["opponent"]
+    assert tags["promotion.zoo.wdl"] == f"{zoo['wins']}/{zoo['draws']}/{zoo['losses']}"
+    assert tags["promotion.zoo.games"] == f"{zoo['games']} of 4"
+    # a version that cleared a zoo bot at the gate rests on that card (its rank's first key)
+    cleared = {"promotion.decision": "promoted", "promotion.zoo.result": "cleared",
+               "promotion.opponent": "random", "promotion.interval": "[0.51, 1.0]"}  # fmt: skip
+    beaten = {**cleared, "promotion.zoo.result": "refused", "promotion.decision": "rejected"}
+    for tags, rests in ((cleared, True), (beaten, False)):
+        held = {"name": "connect4-x", "versions": [{"version": "1", "tags": tags}]}
+        assert strength(held, "1")["rests_on_card"] is rests

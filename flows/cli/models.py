@@ -147,6 +147,13 @@ def _print_decision(decision: Any) -> None:
         f"{decision.wins}/{decision.draws}/{decision.losses} over {decision.games} games, "
         f"score {decision.score:.3f} [95% {decision.low:.3f}, {decision.high:.3f}]: {verdict}"
     )
+    if decision.zoo:  # the game's zoo bot, met only after clearing the first match
+        z = decision.zoo
+        typer.echo(
+            f"  and vs the zoo bot {z['opponent']}: {z['wins']}/{z['draws']}/{z['losses']} over "
+            f"{z['games']} of {z['planned']} games, score {z['score']:.3f} "
+            f"[95% {z['score_low']:.3f}, {z['score_high']:.3f}]: {z['result']}"
+        )
     if not decision.promoted:
         where = f"{decision.name}/{decision.previous}" if decision.previous else "nothing"
         typer.echo(f"@production stays on {where}")
