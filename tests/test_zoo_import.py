@@ -143,6 +143,7 @@ def a_candidate_of_another_name_faces_the_zoo_bot_and_is_refused(root: Path, out
     against the baseline, then meets the zoo bot at the same gate and is refused, the match
     recorded. With 4 games the bound needs a clean sweep (4 of 4, lower bound 0.51), so the zoo
     match stops at the first point it loses: the games left could not change the refusal."""
+    from flows.web.leaderboard import leaderboard
     from models.bundle import export, import_bundle
     from models.registry import describe, needed_points, promote_if_better, strength
     from models.tracking import client as tracking_client
@@ -166,6 +167,12 @@ def a_candidate_of_another_name_faces_the_zoo_bot_and_is_refused(root: Path, out
     assert tags["promotion.zoo.opponent"] == zoo["opponent"]
     assert tags["promotion.zoo.wdl"] == f"{zoo['wins']}/{zoo['draws']}/{zoo['losses']}"
     assert tags["promotion.zoo.games"] == f"{zoo['games']} of 4"
+    board = leaderboard(root, None)  # the page shows the refusal's second match beside the first
+    (row,) = [m for m in board["models"] if m["name"] == "connect4-policy"]
+    shown = row["versions"][0]["zoo"]
+    assert (shown["opponent"], shown["result"], shown["wdl"]) == (
+        zoo["opponent"], "refused", tags["promotion.zoo.wdl"]
+    )  # fmt: skip
     # a version that cleared a zoo bot at the gate rests on that card (its rank's first key)
     cleared = {"promotion.decision": "promoted", "promotion.zoo.result": "cleared",
                "promotion.opponent": "random", "promotion.interval": "[0.51, 1.0]"}  # fmt: skip

@@ -65,6 +65,7 @@ def leaderboard(root: Path, mlflow_url: str | None) -> dict[str, Any]:
                     "wdl": tags.get("promotion.wdl"),
                     "games": tags.get("promotion.games"),
                     "opponent": tags.get("promotion.opponent"),
+                    "zoo": zoo_match(tags),
                     "evaluation": {k[5:]: v for k, v in tags.items() if k.startswith("eval.")},
                     "tournament": standing_of.get((model["name"], version["version"])),
                 }
@@ -87,6 +88,24 @@ def leaderboard(root: Path, mlflow_url: str | None) -> dict[str, Any]:
         "games": [{"game": game, "bots": bots} for game, bots in ranked.items()],
         "models": rows,
         "tournaments": tournaments,
+    }
+
+
+def zoo_match(tags: dict[str, str]) -> dict[str, Any] | None:
+    """The gate's second match, against the game's zoo bot (models.registry.zoo_match), as its
+    version tags recorded it; None where none was played."""
+    from models.registry import tag_interval, tag_number
+
+    if not tags.get("promotion.zoo.opponent"):
+        return None
+    low, high = tag_interval(tags.get("promotion.zoo.interval", ""))
+    return {
+        "opponent": tags["promotion.zoo.opponent"],
+        "result": tags.get("promotion.zoo.result"),
+        "score": tag_number(tags.get("promotion.zoo.score")),
+        "interval": [low, high] if low is not None else None,
+        "wdl": tags.get("promotion.zoo.wdl"),
+        "games": tags.get("promotion.zoo.games"),
     }
 
 

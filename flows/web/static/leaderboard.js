@@ -101,6 +101,12 @@ function gamesTable(games) {
   return table;
 }
 
+function zooText(z) {
+  // the gate's second match, against the game's zoo bot (met after clearing the first)
+  const score = z.interval ? scoreText(z.score, z.interval[0], z.interval[1]) : "";
+  return `${z.opponent}: ${z.wdl} of ${z.games} games, ${score}, ${z.result}`;
+}
+
 function modelTable(model) {
   const section = document.createElement("section");
   const title = document.createElement("h3");
@@ -142,7 +148,7 @@ function modelTable(model) {
     cell(row, gated ? scoreText(v.score, v.interval[0], v.interval[1]) : "");
     cell(row, gated ? eloRange(v.elo, v.elo_interval[0], v.elo_interval[1], v.score) : "");
     cell(row, v.wdl ? `${v.wdl} of ${v.games}` : "");
-    cell(row, v.opponent);
+    cell(row, v.zoo ? `${v.opponent}; then the zoo bot ${zooText(v.zoo)}` : v.opponent);
     cell(row, v.tournament ? standingText(v.tournament) : "not in a tournament").className = "standing";
     cell(row, evaluation(v.evaluation));
     if (v.run_url) {
