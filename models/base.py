@@ -9,15 +9,23 @@ A family is a module under models/ (see FAMILIES) exposing:
       writes the model artifact into out_dir; reports per-epoch metrics through `progress`
       (a callable(epoch: int, metrics: dict[str, float]) or None)
 
-A family that learns by playing rather than from a dataset (TD, NEAT: ENCODINGS is empty) trains
-in its own chain's worker processes, which open no MLflow run, and is logged afterwards from
-what they return (models.tracking.log_records, log_played); for that it exposes
+A family that learns by playing rather than from a dataset (TD, NEAT: ENCODINGS is empty) is
+trained, swept, logged and registered by the same models.tracking.train as every other family
+(`gridbots stage train GAME KEY`), with no encoded data; instead of `train` it exposes
 
+  learn(game, params, out_dir, work, progress=None) -> TrainingResult
+      game: the game spec it plays; `work` a folder kept across a kill (its checkpoints: a rerun
+      with the same params resumes there) or None; `progress(step, metrics)` as above
   source(game, params) -> dict[str, str]   what stands for its dataset in a run and a version's
       evidence (`game`, `dataset.path`, `dataset.sha256`, `dataset.manifest_hash`,
       `dataset.encoding`: the encoding its network reads)
   inputs(game, params) -> list             its MLflow dataset inputs (the setting it played in)
   curves(history) -> {metric: [(step, value), ...]}   its training history as logged metrics
+
+A sweep is ranked by the family's `OBJECTIVE = (metric, "min" | "max")`; the metric may name
+several, `a>b`, compared in that order (NEAT: the playoff's scores, then the best fitness).
+Metrics that measure the machine rather than the run (`measured`: seconds, rates) go to MLflow
+and the run record, never to a DVC output.
 
 Every family's runs are opened, its model logged and registered by models.tracking alone.
 A family that trains on some games only names them as `GAMES` (NEAT: territory, whose tile
@@ -45,7 +53,7 @@ FAMILIES = {
     "value-mlp": "models.value_mlp",
     "playerzero": "models.playerzero",
     "td": "models.td",
-    "neat": "models.neat",
+    "neat": "models.neat_track",
 }
 
 #: artifact kinds and the file suffix each travels as
@@ -82,6 +90,20 @@ def check_game(family_name: str, game: str) -> None:
     name = game.split(":", 1)[0]
     if games is not None and name not in games:
         raise ModelError(f"{family_name} trains on {', '.join(games)} only, not {name}")
+
+
+#: metric names that measure the machine (clock, speed), not what was learned
+MEASURED_SUFFIXES = ("seconds", "_per_s")
+
+
+def measured(key: str) -> bool:
+    """Whether metric `key` is a clock or speed figure (kept out of DVC outputs: issue 68)."""
+    return key.endswith(MEASURED_SUFFIXES)
+
+
+def learns_by_playing(module: ModuleType) -> bool:
+    """A family with no encodings trains by playing (`learn`), not on a dataset (`train`)."""
+    return not tuple(getattr(module, "ENCODINGS", ()))
 
 
 #: rows a sequence family learns from: outcome > threshold (wins: the study's choice; all: every

@@ -1,17 +1,16 @@
-"""A NEAT training case on MLflow: one parent run per case, one nested run per seed with the
-per-generation metrics, the champion's genome (JSON), its ONNX export with a parity check against
-neat-python's own network, the fitness curve and renders of the champion's game as artifacts.
+"""NEAT as a family of models.base (FAMILIES["neat"]): one seed of one training case trained by
+`learn`, which models.tracking.train runs, logs and registers as it does every family's
+(`gridbots stage train territory KEY`): the per-generation metrics, the champion's genome (JSON),
+its ONNX export with a parity check against neat-python's own network, the fitness curve and
+renders of the champion's game.
 
-The case's champion is the best seed's (`seed_rank`: its playoff scores when a playoff chose
-it, else the highest best fitness); it is logged as the model of that seed's run and
-registered as a version of `territory-neat` (models.registry), so the export, tournament and
-promotion stages treat it like any other family's model.
+Seeds are a sweep (`sweep: {seed: [0, 1, 2]}`); the case keeps the seed whose champion ranks
+first by OBJECTIVE (`seed_rank`: its playoff scores when a playoff chose it, then the best
+fitness), registered as a version of `territory-neat`.
 """
 
 from __future__ import annotations
 
-import json
-import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,14 +18,28 @@ from typing import Any
 import numpy as np
 
 from agents.neat.network import network, to_onnx
-from models.arena import Mapper
 from models.base import TrainingResult, artifact_metadata
-from models.neat import make_config, network_game_spec, write_json
+from models.neat import DEFAULTS as TRAINING_DEFAULTS
+from models.neat import (  # noqa: F401 (models.base's contract, re-exported)
+    ENCODING,
+    ENCODINGS,
+    GAMES,
+    curves,
+    inputs,
+    make_config,
+    network_game_spec,
+    source,
+    write_json,
+)
 from models.neat_train import CaseResult, Trainer
 from models.territory_render import render_strip
 
 FAMILY = "neat"
 PARITY_INPUTS = 512
+#: every parameter: the training case (models.neat.CASES) and models.neat.DEFAULTS
+DEFAULTS: dict[str, Any] = {"case": "coevolution", **TRAINING_DEFAULTS}
+#: how a sweep over seeds picks the case's champion (seed_rank's order)
+OBJECTIVE = ("final_score>playoff_score>best_fitness", "max")
 
 
 def parity(champion: dict[str, Any], sections: dict, onnx_bytes: bytes, seed: int = 0) -> float:
@@ -38,10 +51,10 @@ def parity(champion: dict[str, Any], sections: dict, onnx_bytes: bytes, seed: in
 
     config = make_config(sections)
     reference = neat.nn.FeedForwardNetwork.create(genome_from_json(champion, config), config)
-    inputs = np.random.default_rng(seed).uniform(-1, 1, (PARITY_INPUTS, champion["num_inputs"]))
-    expected = np.array([reference.activate(list(row)) for row in inputs])
+    rows = np.random.default_rng(seed).uniform(-1, 1, (PARITY_INPUTS, champion["num_inputs"]))
+    expected = np.array([reference.activate(list(row)) for row in rows])
     session = ort.InferenceSession(onnx_bytes, providers=["CPUExecutionProvider"])
-    (got,) = session.run(["outputs"], {"inputs": inputs.astype(np.float32)})
+    (got,) = session.run(["outputs"], {"inputs": rows.astype(np.float32)})
     return float(np.max(np.abs(got - expected)))
 
 
@@ -106,19 +119,6 @@ def seed_rank(result: CaseResult) -> tuple[float, ...]:
     )
 
 
-def train_seed(job: dict[str, Any]) -> dict[str, Any]:
-    """One seed trained where it is sent (a cluster worker): resumed from job["work"]'s
-    checkpoint (a retry after a lost worker continues exactly where the last generation
-    ended), its files written into job["out"], its result returned as plain values. It opens
-    no MLflow run (train_case logs the seed's run in the flow's process), so a killed worker
-    leaves none RUNNING."""
-    trainer = Trainer(job["case"], job["params"], Path(job["work"]))
-    result = trainer.run()
-    onnx_path, gap, _ = seed_files(trainer, result, Path(job["out"]))
-    record = {k: v for k, v in vars(result).items() if k != "files"}
-    return {"result": record, "onnx": str(onnx_path), "parity": gap}
-
-
 def renders(trainer: Trainer, result: CaseResult, path: Path) -> Path:
     """First, middle and last position of the champion's game (replayed on the State API)."""
     state = trainer.game.new_initial_state(seed=int(trainer.params["red_seed"]))
@@ -174,107 +174,48 @@ def curve_png(history: list[dict[str, float]], path: Path, title: str) -> Path:
     return path
 
 
-def train_case(
-    case: str,
+def learn(
+    game: str,
     params: dict[str, Any],
-    seeds: list[int],
-    work: Path,
     out_dir: Path,
-    experiment: str = "territory",
-    register: bool = True,
+    work: Path | None = None,
     progress: Callable[[int, dict[str, float]], None] | None = None,
-    tags: dict[str, str] | None = None,
-    mapper: Mapper | None = None,
-) -> dict[str, Any]:
-    """Trains every seed (resuming from work/seed-N checkpoints), logs, exports, registers.
-    `mapper` (a cluster: flows.stage_io.fan_out) trains the seeds elsewhere (`train_seed`);
-    their runs are then logged here from what they return and the files they wrote. The runs
-    and the version are written by models.tracking, as every family's."""
-    import mlflow
+) -> TrainingResult:
+    """One seed of training case `params["case"]` (models.base's contract): evolved from its
+    checkpoint in `work` (each generation's population, so a killed run resumes exactly), its
+    champion's files in `out_dir`; each generation reported through `progress`."""
+    from models.base import check_game
 
-    from models import neat
-    from models.tracking import family_run, log_curves, log_model, register_trained
+    check_game(FAMILY, game)
+    settings = {k: v for k, v in params.items() if k != "case"}
+    out_dir = Path(out_dir)
+    trainer = Trainer(str(params.get("case", DEFAULTS["case"])), settings, Path(work or out_dir))
 
-    case_tags = {"gridbots.case": case, **(tags or {})}
-    seeds_out: list[dict[str, Any]] = []
-    parent_params = {"case": case, "seeds": json.dumps(seeds)}
-    with family_run(
-        experiment, f"territory-neat-{case}", FAMILY, tags=case_tags, params=parent_params
-    ) as parent:
-        jobs = [
-            {"case": case, "params": {**params, "seed": seed}, "seed": seed,
-             "work": str(Path(work, f"seed-{seed}").resolve()),
-             "out": str(Path(out_dir, f"seed-{seed}").resolve())}
-            for seed in seeds
-        ] if mapper else []  # fmt: skip
-        remote = dict(zip(seeds, mapper(train_seed, jobs), strict=True)) if mapper else {}
-        for seed in seeds:
-            # a seed trained elsewhere left its finished checkpoint: this reads it back
-            trainer = Trainer(case, {**params, "seed": seed}, work / f"seed-{seed}")
-            game = network_game_spec(trainer.game)
-            evolved = neat.inputs(game, {**trainer.params, "case": case})
-            with family_run(
-                experiment, f"{case}-seed{seed}", FAMILY, tags=case_tags, inputs=evolved,
-                params={k: json.dumps(v) for k, v in trainer.params.items()}, nested=True,
-            ) as run:  # fmt: skip
+    def report(row: dict[str, float]) -> None:
+        if progress:
+            progress(int(row["generation"]), {k: v for k, v in row.items() if k != "generation"})
 
-                def report(row: dict[str, float], seed: int = seed) -> None:
-                    log_curves(neat.curves([row]))
-                    if progress:
-                        progress(seed, row)
-
-                seed_dir = out_dir / f"seed-{seed}"
-                if seed in remote:  # trained on a cluster worker: its rows, its files here
-                    result = CaseResult(**remote[seed]["result"])
-                    for row in result.history:
-                        report(row)
-                    onnx_path, gap = Path(remote[seed]["onnx"]), float(remote[seed]["parity"])
-                    pictures = [seed_dir / "fitness.png", seed_dir / "game.png"]
-                else:
-                    log_curves(neat.curves(trainer.history))  # a resumed run's generations
-                    result = trainer.run(report)
-                    onnx_path, gap, pictures = seed_files(trainer, result, seed_dir)
-                for picture in pictures:
-                    mlflow.log_artifact(str(picture), artifact_path="plots")
-                mlflow.log_artifact(str(seed_dir / "champion.json"), artifact_path="genome")
-                mlflow.log_metrics(
-                    {"export.parity_max_abs_diff": gap, "train_seconds": result.seconds}
-                )
-                seeds_out.append(
-                    {
-                        "seed": seed,
-                        "run_id": run.info.run_id,
-                        "result": result,
-                        "trainer": trainer,
-                        "onnx": onnx_path,
-                        "parity": gap,
-                    }
-                )
-        best = max(seeds_out, key=lambda s: seed_rank(s["result"]))
-        finals = [s["result"].history[-1]["best_fitness"] for s in seeds_out]
-        mlflow.log_metrics(
-            {
-                "median_best_fitness": statistics.median(
-                    s["result"].best_fitness for s in seeds_out
-                ),
-                "median_last_best_fitness": statistics.median(finals),
-                "best_seed": float(best["seed"]),
-            }
-        )
-        parent_id = parent.info.run_id
-    game = network_game_spec(best["trainer"].game)
-    trained = TrainingResult(
-        FAMILY, game, neat.ENCODING, best["trainer"].params, best["onnx"], "onnx",
-        metrics={"best_fitness": best["result"].best_fitness},
-    )  # fmt: skip
-    dataset = neat.source(game, {"case": case})
-    # the champion becomes the model of its seed's run
-    chosen = log_model(trained, dataset, f"{best['parity']:.3g}", run_id=best["run_id"])
-    version = register_trained(chosen) if register else None
-    return {
-        "case": case,
-        "parent_run_id": parent_id,
-        "best": best,
-        "seeds": seeds_out,
-        "version": version,
+    for row in trainer.history:  # a resumed run's generations, logged again
+        report(row)
+    result = trainer.run(report)
+    onnx_path, gap, pictures = seed_files(trainer, result, out_dir)
+    stats = result.champion_stats
+    metrics = {
+        "best_fitness": result.best_fitness,
+        "last_best_fitness": result.history[-1]["best_fitness"],
+        "generations": float(len(result.history)),
+        "final_score": float(stats.get("final_score", -1.0)),
+        "playoff_score": float(stats.get("playoff_score", -1.0)),
+        **{f"champion_{k}": float(v) for k, v in stats.items()},
+        "parity_max_abs_diff": gap,
+        "train_seconds": result.seconds,
     }
+    rows = timeless(result.history)
+    history = {key: [float(row[key]) for row in rows] for key in rows[0]} if rows else {}
+    extras = [out_dir / name for name in ("champion.json", "rival.json", "history.json",
+                                          "champion_game.json")]  # fmt: skip
+    return TrainingResult(
+        FAMILY, network_game_spec(trainer.game), ENCODING,
+        {"case": trainer.case, **trainer.params}, onnx_path, "onnx", metrics=metrics,
+        history=history, extra_artifacts=[p for p in extras if p.is_file()] + pictures,
+    )  # fmt: skip

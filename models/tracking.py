@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from models import sweep_state as kept  # a killed training's record in its work folder
-from models.base import ARTIFACT_KINDS, ModelError, TrainingResult, family
+from models.base import ARTIFACT_KINDS, ModelError, TrainingResult, family, learns_by_playing
 from models.mlflow_store import (  # noqa: F401 (re-exported: callers import them from here)
     DEFAULT_URI,
     EXPERIMENT_KIND,
@@ -71,6 +71,7 @@ class TrainOutcome:
     parent_run_id: str | None = None
     version: str | None = None  # registered version, with --register
     notes: list[str] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)  # each run's configuration, as `runs`
 
 
 # ---- the runs of every family -------------------------------------------------------------------
@@ -301,16 +302,28 @@ def _run_one(
     params: dict[str, Any],
     dataset: dict[str, str],
     out_dir: Path,
+    work: Path | None = None,
 ) -> TrainedRun:
-    """Trains inside the active MLflow run and logs everything about it."""
+    """Trains inside the active MLflow run and logs everything about it. A family that learns
+    by playing (`learn`: no arrays) names its setting through its `source` and `inputs`, and
+    keeps its checkpoints in `work` so a killed run resumes."""
     import mlflow
 
     run_id = mlflow.active_run().info.run_id
+    played = learns_by_playing(module)
+    if played:
+        dataset = module.source(dataset["game"], params)
     log_params(params)
-    mlflow.log_params({**dataset, "family": family_name})
+    if not played:  # a played family's after it trained: the game its network plays
+        mlflow.log_params({**dataset, "family": family_name})
     mlflow.set_tags({"gridbots.family": family_name, "gridbots.game": dataset["game"]})
-    path, digest = Path(dataset["dataset.path"]), dataset["dataset.sha256"]
-    log_inputs(client(), run_id, encoded_inputs(path, meta, digest))
+    if played:
+        setting = list(module.inputs(dataset["game"], params))
+        if setting:
+            client().log_inputs(run_id, datasets=setting)
+    else:
+        path, digest = Path(dataset["dataset.path"]), dataset["dataset.sha256"]
+        log_inputs(client(), run_id, encoded_inputs(path, meta, digest))
     curves: dict[str, list[float]] = {}
 
     def progress(epoch: int, metrics: dict[str, float]) -> None:
@@ -319,7 +332,12 @@ def _run_one(
             curves.setdefault(key, []).append(value)
         mlflow.log_metrics(clean, step=int(epoch))
 
-    result = module.train(arrays, meta, params, out_dir, progress)
+    if played:
+        result = module.learn(dataset["game"], params, out_dir, work, progress)
+        dataset = {**dataset, "game": result.game}  # what its network plays (a map's size)
+        mlflow.log_params({**dataset, "family": family_name})
+    else:
+        result = module.train(arrays, meta, params, out_dir, progress)
     if not isinstance(result, TrainingResult):
         raise ModelError(f"{family_name}.train returned {type(result).__name__}, not a result")
     history = curves or {k: list(v) for k, v in result.history.items()}
@@ -344,8 +362,31 @@ def _label(config: dict[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in config.items()) or "defaults"
 
 
+def _work(base: Path, module: Any, params: dict[str, Any]) -> Path | None:
+    """Where a family that learns by playing keeps a configuration's checkpoints: one folder
+    per configuration under the training's work folder, so a rerun resumes it."""
+    if not learns_by_playing(module):
+        return None
+    import hashlib
+
+    text = json.dumps(params, sort_keys=True, default=str)
+    return Path(base) / "resume" / hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def training_data(
+    module: Any, family_name: str, data: Path | None, game: str | None
+) -> tuple[dict, dict, dict[str, str]]:
+    """(arrays, meta, dataset) of an encoded file (models.training_inputs.load_dataset), or for
+    a family that learns by playing, no arrays and the game it plays (it needs no data)."""
+    if learns_by_playing(module) and data is None:
+        if not game:
+            raise ModelError(f"{family_name} learns by playing: name the game it plays")
+        return {}, {}, {"game": game}
+    return load_dataset(Path(data or ""), module, family_name)
+
+
 def train(
-    data: Path,
+    data: Path | None,
     family_name: str,
     params: dict[str, str] | None = None,
     sweep: Sequence[str] = (),
@@ -356,8 +397,10 @@ def train(
     expect_game: str | None = None,
     metric: str | None = None,
     map_configs: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
+    game: str | None = None,
 ) -> TrainOutcome:
-    """Trains one configuration (or a sweep's grid) on an encoded file, logged to MLflow.
+    """Trains one configuration (or a sweep's grid) on an encoded file, logged to MLflow; a
+    family that learns by playing trains on no file (`data` None) by playing `game`.
 
     `expect_game` (a game name) guards against training on another game's dataset; `metric`
     (`NAME[:min|max]`) ranks a sweep instead of the default objective. `map_configs` trains a
@@ -370,7 +413,9 @@ def train(
     if clash:
         raise ModelError(f"{clash} given both as --param and --sweep")
     configs = [coerce(family_name, module.DEFAULTS, {**given, **g}) for g in grid]
-    arrays, meta, dataset = load_dataset(Path(data), module, family_name)
+    arrays, meta, dataset = training_data(module, family_name, data, game)
+    if learns_by_playing(module):
+        dataset = module.source(dataset["game"], configs[0])
     from engine import parse_game_spec
 
     game_name = parse_game_spec(dataset["game"]).name
@@ -392,7 +437,10 @@ def train(
                 base.mkdir(parents=True, exist_ok=True)
                 if out_dir:
                     kept.save_state(base, {"key": None, "running": {"0": single.info.run_id}})
-                runs.append(_run_one(module, family_name, arrays, meta, configs[0], dataset, base))
+                work = _work(base, module, configs[0])
+                runs.append(
+                    _run_one(module, family_name, arrays, meta, configs[0], dataset, base, work)
+                )
             if out_dir:
                 kept.save_state(base, {"key": None, "running": {}, "finished": True})
             best = runs[0]
@@ -401,8 +449,8 @@ def train(
                 if best.result.metrics or metric
                 else ("", "")
             )
-            best.objective = best.result.metrics.get(metric)
-            outcome = TrainOutcome(exp_id, runs, best, metric, direction)
+            best.objective = best.result.metrics.get(metric.split(">")[0])
+            outcome = TrainOutcome(exp_id, runs, best, metric, direction, labels=[_label({})])
         else:
             name = f"{game_name}-{family_name}-sweep"
             state = kept.sweep_state(base, family_name, dataset, configs) if out_dir else None
@@ -413,10 +461,11 @@ def train(
             with mlflow.start_run(**start) as parent:
                 if not resumed:
                     mlflow.log_params({**dataset, "family": family_name})
-                    path, digest = Path(dataset["dataset.path"]), dataset["dataset.sha256"]
-                    log_inputs(
-                        mlflow_client, parent.info.run_id, encoded_inputs(path, meta, digest)
-                    )
+                    if not learns_by_playing(module):
+                        path, digest = Path(dataset["dataset.path"]), dataset["dataset.sha256"]
+                        log_inputs(
+                            mlflow_client, parent.info.run_id, encoded_inputs(path, meta, digest)
+                        )
                     mlflow.set_tags(
                         {"gridbots.sweep": json.dumps(list(sweep)), "gridbots.size": len(grid)}
                     )
@@ -424,10 +473,11 @@ def train(
                     state["parent"] = parent.info.run_id
                     kept.save_state(base, state)
                 jobs = [
-                    {"data": str(Path(data).resolve()), "family": family_name,
-                     "params": params_i, "label": _label(config), "experiment_id": exp_id,
-                     "parent": parent.info.run_id, "dir": str(base / f"config-{index:03d}"),
-                     "index": index}
+                    {"data": str(Path(data).resolve()) if data else None, "game": game,
+                     "family": family_name, "params": params_i, "label": _label(config),
+                     "experiment_id": exp_id, "parent": parent.info.run_id,
+                     "dir": str(base / f"config-{index:03d}"), "index": index,
+                     "work": str(_work(base.resolve(), module, params_i) or "") or None}
                     for index, (config, params_i) in enumerate(zip(grid, configs, strict=True))
                     if not (state and str(index) in state["done"])
                 ] if map_configs else []  # fmt: skip
@@ -459,11 +509,13 @@ def train(
                             state["running"][key] = child.info.run_id
                             kept.save_state(base, state)
                         mlflow.set_tag("gridbots.sweep_config", _label(config))
+                        work = _work(base, module, params_i)
                         runs.append(
                             _run_one(
-                                module, family_name, arrays, meta, params_i, dataset, child_dir
+                                module, family_name, arrays, meta, params_i, dataset, child_dir,
+                                work,
                             )
-                        )
+                        )  # fmt: skip
                     if state is not None:
                         state["done"][key] = _record(runs[-1])
                         kept.save_state(base, state)
@@ -479,8 +531,9 @@ def train(
                     }
                 )
                 if best.objective is not None and math.isfinite(best.objective):
-                    mlflow.log_metric(f"best.{metric}", best.objective)
-            outcome = TrainOutcome(exp_id, runs, best, metric, direction, parent.info.run_id)
+                    mlflow.log_metric(metric_name(f"best.{metric}"), best.objective)
+            outcome = TrainOutcome(exp_id, runs, best, metric, direction, parent.info.run_id,
+                                   labels=[_label(config) for config in grid])  # fmt: skip
             if state is not None:
                 kept.save_state(base, {**state, "finished": True})
     if register:
@@ -500,7 +553,8 @@ def train_config(job: dict[str, Any]) -> dict[str, Any]:
     import mlflow
 
     module = family(job["family"])
-    arrays, meta, dataset = load_dataset(Path(job["data"]), module, job["family"])
+    data = Path(job["data"]) if job.get("data") else None
+    arrays, meta, dataset = training_data(module, job["family"], data, job.get("game"))
     folder, mlflow_client = Path(job["dir"]), client()
     parent = job["parent"]
     for earlier in mlflow_client.search_runs(
@@ -521,7 +575,10 @@ def train_config(job: dict[str, Any]) -> dict[str, Any]:
         parent_run_id=parent,
         tags=tags,
     ):
-        trained = _run_one(module, job["family"], arrays, meta, job["params"], dataset, folder)
+        work = Path(job["work"]) if job.get("work") else None
+        trained = _run_one(
+            module, job["family"], arrays, meta, job["params"], dataset, folder, work
+        )
     return _record(trained)
 
 
@@ -545,15 +602,19 @@ def _restore(saved: dict[str, Any]) -> TrainedRun:
 
 
 def _choose_best(runs: list[TrainedRun], metric: str, direction: str) -> TrainedRun:
-    """The run with the best final `metric` (runs without it never win)."""
+    """The run with the best final `metric` (runs without it never win); `a>b` ranks by `a`,
+    then `b` among equals (models.base: a family's OBJECTIVE)."""
     sign = 1.0 if direction == "min" else -1.0
-    for run in runs:
-        value = run.result.metrics.get(metric)
-        run.objective = float(value) if value is not None else None
-    ranked = [r for r in runs if r.objective is not None and math.isfinite(r.objective)]
-    if not ranked:
+    names = metric.split(">")
+    keys: dict[int, tuple[float, ...]] = {}
+    for index, run in enumerate(runs):
+        values = [run.result.metrics.get(name) for name in names]
+        run.objective = float(values[0]) if values[0] is not None else None
+        if all(v is not None and math.isfinite(float(v)) for v in values):
+            keys[index] = tuple(sign * float(v) for v in values)
+    if not keys:
         raise ModelError(f"no run of the sweep reported {metric!r}; cannot choose the best")
-    return min(ranked, key=lambda r: sign * r.objective)
+    return runs[min(keys, key=lambda i: keys[i])]
 
 
 def fetch_run_artifact(run_id: str, out: Path) -> tuple[Path, dict[str, str]]:

@@ -118,7 +118,7 @@ def load_dataset(path: Path, module: Any, family_name: str) -> tuple[dict, dict,
     if not getattr(module, "ENCODINGS", ()):
         raise ModelError(
             f"{family_name} learns by playing, not from an encoded dataset: "
-            f"its chain's stages train it (gridbots stage --help)"
+            f"it trains by playing its game (gridbots stage train GAME KEY)"
         )
     if not path.is_file():
         raise ModelError(f"no encoded dataset at {path} (make one with gridbots encode)")
@@ -142,3 +142,36 @@ def load_dataset(path: Path, module: Any, family_name: str) -> tuple[dict, dict,
         "game": str(meta.get("game", "?")),
     }
     return arrays, meta, info
+
+
+# ---- a pipeline model entry ---------------------------------------------------------------------
+def model_entry(game: str, name: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """params.yaml `GAME.models.NAME` as the training it asks for: `family`, `params`, `sweep`
+    and, for a family that trains on a dataset, `encoding` (a key of GAME.encodings; None for a
+    family that learns by playing). A NEAT case's older keys still read: `case` is the
+    parameter `case`, `seeds` a sweep over `seed`. ModelError (exit 2) when the family is
+    unknown, cannot train on `game` (models.base.check_game) or lacks what it needs."""
+    from models.base import check_game, family, learns_by_playing
+
+    where = f"{game}.models.{name}"
+    if not isinstance(entry, dict) or not isinstance(entry.get("family"), str):
+        raise ModelError(f"{where}: give its family (one of models.base.FAMILIES)")
+    module = family(entry["family"])
+    check_game(entry["family"], game)
+    params = dict(entry.get("params") or {})
+    sweep = dict(entry.get("sweep") or {})
+    if "case" in entry:
+        params.setdefault("case", entry["case"])
+    if "seeds" in entry:
+        seeds = [int(s) for s in entry["seeds"]]
+        if len(seeds) == 1:
+            params.setdefault("seed", seeds[0])
+        else:
+            sweep.setdefault("seed", seeds)
+    encoding = entry.get("encoding")
+    if learns_by_playing(module):
+        if encoding:
+            raise ModelError(f"{where}: {entry['family']} learns by playing; it takes no encoding")
+    elif not isinstance(encoding, str) or not encoding:
+        raise ModelError(f"{where}: {entry['family']} trains on a dataset: name its encoding")
+    return {"family": entry["family"], "params": params, "sweep": sweep, "encoding": encoding}

@@ -420,9 +420,12 @@ NEAT_CASE = {"case": "against-red", "seeds": [0, 1],
 
 
 def test_neat_seeds_are_cluster_tasks_with_the_results_of_one_process(live):
+    """A NEAT case trains through the generic train stage: its seeds are a sweep, each seed a
+    cluster task (models.tracking.train_config) with what one process trains."""
     root, _state_dir, state = live
     from mlflow import MlflowClient
 
+    from models.neat_track import timeless
     from models.neat_train import Trainer
 
     here = {}  # each seed trained in this process first (no Prefect, no Dask)
@@ -430,23 +433,25 @@ def test_neat_seeds_are_cluster_tasks_with_the_results_of_one_process(live):
         settings = {"workers": 1, **NEAT_CASE["params"], "seed": seed}
         here[seed] = Trainer(NEAT_CASE["case"], settings, root / "neat-reference" / str(seed)).run()
     params = {"games": ["territory"], "workers": 1, "mlflow": {"tracking_uri": "sqlite:///x.db"},
-              "territory": {"models": {"tiny": {"family": "neat", **NEAT_CASE}}}}  # fmt: skip
+              "territory": {"spec": "territory",
+                            "models": {"tiny": {"family": "neat", **NEAT_CASE}}}}  # fmt: skip
     (root / "params-neat.yaml").write_text(json.dumps(params))
-    args = ("stage", "neat", "territory", "tiny", "--params", str(root / "params-neat.yaml"))
+    args = ("stage", "train", "territory", "tiny", "--params", str(root / "params-neat.yaml"))
     code, _out, err = _run(*args, cwd=root, env=_stage_env(state))
     assert code == 0, err
-    for seed, result in here.items():
-        there = root / "trained" / "territory" / "tiny" / f"seed-{seed}"
-        history = json.loads((there / "history.json").read_text())
-        assert [_timeless(row) for row in history] == [_timeless(row) for row in result.history]
-        champion = json.loads((there / "champion.json").read_text())
-        assert champion == json.loads(json.dumps(result.champion))
-    runs = _task_runs(state["prefect_api_url"], "train_seed")
+    trained = root / "trained" / "territory" / "tiny"
+    run = json.loads((trained / "run.json").read_text())
+    assert sorted(c["params"]["seed"] for c in run["sweep"]) == sorted(here)
+    for config in run["sweep"]:
+        rows = timeless(here[config["params"]["seed"]].history)
+        assert config["history"] == {k: [float(r[k]) for r in rows] for k in rows[0]}
+    champion = json.loads((trained / "champion.json").read_text())
+    assert champion == json.loads(json.dumps(here[run["params"]["seed"]].champion))
+    runs = _task_runs(state["prefect_api_url"], "train_config")
     assert len(runs) == 2 and {r["state_type"] for r in runs} == {"COMPLETED"}
     client = MlflowClient(state["mlflow_uri"])
     found = client.search_runs([client.get_experiment_by_name("territory").experiment_id])
-    assert sorted(r.info.run_name for r in found) == [
-        "against-red-seed0", "against-red-seed1", "territory-neat-against-red"]  # fmt: skip
+    assert sorted(r.info.run_name for r in found) == ["seed=0", "seed=1", "territory-neat-sweep"]
     assert {r.info.status for r in found} == {"FINISHED"}
 
 

@@ -63,7 +63,7 @@ def _params(tmp_path, models: dict) -> str:
         "games": ["connect4", "territory"],
         "workers": 1,
         "mlflow": {"tracking_uri": f"sqlite:///{tmp_path / 'mlflow.db'}"},
-        "connect4": {"models": models},
+        "connect4": {"spec": "connect4", "models": models},
     }
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(params))
@@ -71,19 +71,27 @@ def _params(tmp_path, models: dict) -> str:
 
 
 @pytest.mark.parametrize(
-    ("model", "why"),
+    ("argv", "model", "why"),
     [
-        ({"family": "lstm", "case": "duel", "seeds": [0], "params": {}},
-         "connect4.models.m is a lstm model, not a NEAT case: gridbots stage train connect4 m"),
-        ({"family": "neat", "case": "duel", "seeds": [0], "params": {}},
+        (["train"], {"family": "neat", "params": {"case": "duel"}},
          "neat trains on territory only, not connect4"),
+        (["train"], {"family": "lstm", "params": {}},
+         "connect4.models.m: lstm trains on a dataset: name its encoding"),
+        (["train"], {"family": "td", "encoding": "board", "params": {}},
+         "connect4.models.m: td learns by playing; it takes no encoding"),
+        (["neat"], {"family": "neat", "case": "duel", "seeds": [0], "params": {}},
+         "gridbots stage neat connect4 m is now gridbots stage train connect4 m"),
     ],
 )  # fmt: skip
-def test_stage_neat_honours_its_game(tmp_path, monkeypatch, capsys, model, why):
+def test_stage_train_honours_its_game_and_its_family(tmp_path, monkeypatch, capsys, argv, model,
+                                                     why):  # fmt: skip
+    """Every family trains through `stage train GAME KEY`; a game its family cannot train on,
+    an entry that lacks what its family needs, and the old `stage neat` get one line, exit 2."""
     from flows.entry import main
 
     monkeypatch.chdir(tmp_path)
-    code = main(["stage", "neat", "connect4", "m", "--params", _params(tmp_path, {"m": model})])
+    path = _params(tmp_path, {"m": model})
+    code = main(["stage", *argv, "connect4", "m", "--params", path])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and why in err[0]
     assert not (tmp_path / "trained").exists()

@@ -456,12 +456,20 @@ def test_every_territory_model_of_both_profiles_is_a_valid_training_case(profile
 
     import yaml
 
+    from flows.pipeline.stages.train import sweep_items
     from models.neat import case_game, checked
+    from models.neat_track import DEFAULTS
+    from models.tracking import sweep_grid
+    from models.training_inputs import coerce, model_entry
 
     params = yaml.safe_load((Path(__file__).parents[1] / profile).read_text())
     for name, model in params["territory"]["models"].items():
-        settings = checked(model["params"])
-        assert case_game(model["case"], settings).name == "territory", name
+        entry = model_entry("territory", name, model)  # what `stage train territory NAME` reads
+        assert entry["family"] == "neat" and entry["encoding"] is None
+        for config in sweep_grid(sweep_items(entry["sweep"])) or [{}]:
+            given = coerce("neat", DEFAULTS, {**entry["params"], **config})
+            case = given.pop("case")
+            assert case_game(case, checked(given)).name == "territory", name
 
 
 def _node(key: int, bias: float, activation: str) -> dict:

@@ -138,23 +138,22 @@ def zoo_import(params: PARAMS = DEFAULT_PARAMS):
         typer.echo(f"zoo:{row['entry']}: {row['name']}/{row['version']} ({what})")
 
 
-# ---- the territory chain (issue 11): NEAT training per case and the comparison with study 003
-@stage_app.command("neat")
+def renamed(old: str, new: str) -> None:
+    """A stage command that moved: one line naming the new one (exit 2)."""
+    from flows.pipeline.stage_io import StageError
+
+    raise StageError(f"gridbots stage {old} is now gridbots stage {new}")
+
+
+# ---- stages that moved onto the generic ones (issue 68): one line naming the new command
+@stage_app.command("neat", hidden=True, context_settings={"ignore_unknown_options": True})
 def neat(
     game: GAME,
-    name: Annotated[str, typer.Argument(help="A key of GAME.models (a NEAT training case).")],
-    params: PARAMS = DEFAULT_PARAMS,
-    dask: DASK = None,
+    name: Annotated[str, typer.Argument()],
+    rest: Annotated[list[str] | None, typer.Argument(hidden=True)] = None,
 ):
-    """trained/GAME/NAME: a NEAT training case, every seed (each a cluster task when given a
-    Dask cluster), the champion registered."""
-    from flows.pipeline.stages.neat import neat_stage
-
-    summary = neat_stage(ROOT, load("neat", game, name, params), game, name, dask)
-    typer.echo(
-        f"trained/{game}/{name}: best fitness {summary['metrics']['best_fitness']:.2f} "
-        f"(seed {summary['best_seed']}), version {summary['version']}, parity {summary['parity']}"
-    )
+    """Moved: `gridbots stage train GAME NAME` trains a NEAT case as every family."""
+    renamed(f"neat {game} {name}", f"train {game} {name}")
 
 
 @stage_app.command("study")

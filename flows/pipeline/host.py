@@ -48,7 +48,6 @@ PRELOAD = (
     "flows.pipeline.stages.report",
     "flows.pipeline.stages.study",
     "flows.pipeline.stages.td",
-    "flows.pipeline.stages.neat",
     "flows.pipeline.stages.playerzero",
     "mlflow",
     "mlflow.store.tracking.sqlalchemy_store",

@@ -39,13 +39,11 @@ REQUIRED: dict[str, list[tuple[str, tuple[type, ...]]]] = {
         ("{game}.encodings.{name}.dataset", (str,)),
         ("{game}.encodings.{name}.options", (dict,)),
     ],
-    "train": [
+    "train": [  # `encoding` (dataset families) and `sweep`: models.training_inputs.model_entry
         ("mlflow.tracking_uri", (str,)),
         ("{game}.spec", (str,)),
         ("{game}.models.{name}.family", (str,)),
-        ("{game}.models.{name}.encoding", (str,)),
         ("{game}.models.{name}.params", (dict,)),
-        ("{game}.models.{name}.sweep", (dict,)),
     ],
     "export": [("mlflow.tracking_uri", (str,)), ("{game}.models", (dict,))],
     "evaluate": [
@@ -67,15 +65,7 @@ REQUIRED: dict[str, list[tuple[str, tuple[type, ...]]]] = {
     ],
     "report": [("games", (list,)), ("mlflow.tracking_uri", (str,))],
     "zoo-import": [("mlflow.tracking_uri", (str,))],  # flows/pipeline/stages/zoo.py
-    # the territory chain (pipeline/stages/neat.py): NEAT training cases and the study comparison
-    "neat": [
-        ("workers", (int,)),
-        ("mlflow.tracking_uri", (str,)),
-        ("{game}.models.{name}.case", (str,)),
-        ("{game}.models.{name}.seeds", (list,)),
-        ("{game}.models.{name}.params", (dict,)),
-    ],
-    "study": [("{game}.models", (dict,))],
+    "study": [("{game}.models", (dict,))],  # a study's comparison (territory: study 003)
     # a zoo entry from its chain (pipeline/stages/rebuild.py; params-zoo.yaml)
     "rebuild": [("zoo.{name}", (dict,)), ("zoo.{name}.evidence", (list,))],
     # ---- the TD chain of study 002 (flows/pipeline/stages/td.py)

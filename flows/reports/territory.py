@@ -93,6 +93,20 @@ def case_verdict(case: str, seeds: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def neat_seeds(run: dict[str, Any]) -> tuple[str, dict[str, Any], str]:
+    """A NEAT training's run.json (the train stage's: one sweep configuration per seed) as its
+    case, {seed: its generations' rows and its champion's game statistics} and the kept seed."""
+    seeds = {}
+    for config in run["sweep"]:
+        history = config["history"]
+        columns = zip(*history.values(), strict=True)
+        rows = [dict(zip(history, values, strict=True)) for values in columns]
+        stats = {k[len("champion_") :]: v for k, v in config["metrics"].items()
+                 if k.startswith("champion_")}  # fmt: skip
+        seeds[str(config["params"]["seed"])] = {"history": rows, "champion_stats": stats}
+    return run["params"]["case"], seeds, str(run["params"]["seed"])
+
+
 def topology(genome: dict[str, Any]) -> str:
     hidden = sum(1 for n in genome["nodes"] if n["id"] >= genome["num_outputs"])
     enabled = sum(1 for c in genome["connections"] if c["enabled"])
@@ -177,10 +191,10 @@ def write_study_report(root: Path, params: dict[str, Any], out: Path) -> Path:
             lines.append(f"| {name} | | | not trained yet | | | | |")
             continue
         run = json.loads(run_path.read_text())
-        case, seeds = run["case"], run["seeds"]
-        study, verdict = STUDY[case], case_verdict(run["case"], seeds)
+        case, seeds, kept = neat_seeds(run)
+        study, verdict = STUDY[case], case_verdict(case, seeds)
         generations = max(len(s["history"]) for s in seeds.values())
-        best_seed = seeds[str(run["best_seed"])]
+        best_seed = seeds[kept]
         champion = json.loads((run_path.parent / "champion.json").read_text())
         reach = ", ".join("-" if r is None else str(r) for r in verdict.get("reach", [])) or "-"
         met = {True: "yes", False: "no"}.get(verdict.get("met"), "n/a")
@@ -198,7 +212,7 @@ def write_study_report(root: Path, params: dict[str, Any], out: Path) -> Path:
         )
         curve = f"{name}-fitness.png"
         curves_png(case, seeds, out / curve)
-        game_png = run_path.parent / f"seed-{run['best_seed']}" / "game.png"
+        game_png = run_path.parent / "game.png"
         if game_png.is_file():
             shutil.copyfile(game_png, out / f"{name}-game.png")
         stats = best_seed["champion_stats"]
@@ -206,7 +220,7 @@ def write_study_report(root: Path, params: dict[str, Any], out: Path) -> Path:
             "",
             f"## {name}",
             "",
-            f"Champion (seed {run['best_seed']}, fitness {champion['fitness']:.2f}): "
+            f"Champion (seed {kept}, fitness {champion['fitness']:.2f}): "
             f"{stats['productions']:.0f} productions / {stats['attacks']:.0f} attacks / "
             f"{stats['transports']:.0f} transports, {stats['guided']:.0f} guided, "
             f"{stats['moves']:.0f} rounds, {stats['tiles']:.0f} tiles at the end "

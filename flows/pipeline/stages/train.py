@@ -1,4 +1,15 @@
-"""The train stage: a sweep on MLflow, the best run registered, its files kept."""
+"""The train stage of every family: a sweep on MLflow, the best run registered, its files kept.
+
+`GAME.models.KEY` names the family, its params and sweep, and for a family that trains on a
+dataset its encoding; a family that learns by playing (TD, NEAT) gets no encoded data and plays
+GAME (models.tracking.train either way). A game the family cannot train on, or an entry that
+lacks what its family needs, gets one line and exit 2 (models.training_inputs.model_entry).
+
+What DVC keeps (trained/GAME/KEY) is what a rerun of the same inputs writes alike: the best
+run's files, its params and metrics, and each configuration's (the sweep's ranking); MLflow's
+ids and the registry version go to the run record (stage_io.run_record_path; trained_run reads
+both), the clock (seconds, rates: models.base.measured) to `metrics/GAME/train-KEY.json` and
+MLflow."""
 
 from __future__ import annotations
 
@@ -52,8 +63,27 @@ def _on_cluster(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def train_flow(root: Path, params: dict, game: str, name: str, dask: str | None = None):
     """The train stage; with a Dask address (flows.pipeline.stage_io.dask_address) the sweep's
     configurations are cluster tasks, else they train one after another here (each training
-    already uses both cores)."""
+    already uses both cores). An entry its family cannot train is refused before any flow."""
+    model_settings(params, game, name)
     return run_flow(_train, params, dask, root, params, game, name)
+
+
+def model_settings(params: dict, game: str, name: str) -> dict[str, Any]:
+    """GAME.models.NAME checked (models.training_inputs.model_entry: StageError-like exit 2),
+    with the profile's `workers` for a family that takes them and is not told otherwise."""
+    from models.base import family
+    from models.training_inputs import model_entry
+
+    settings = model_entry(game, name, params[game]["models"][name])
+    if "workers" in family(settings["family"]).DEFAULTS and "workers" in params:
+        settings["params"].setdefault("workers", int(params["workers"]))
+    return settings
+
+
+def _timeless(values: dict[str, Any]) -> dict[str, Any]:
+    from models.base import measured
+
+    return {k: v for k, v in values.items() if not measured(k)}
 
 
 @flow(name="train")
@@ -63,32 +93,35 @@ def _train(root: Path, params: dict, game: str, name: str, on_cluster: bool = Fa
     from models.tracking import train
 
     use_tracking(params, root)
-    settings = params[game]["models"][name]
-    data = Path(root) / "encoded" / game / f"{settings['encoding']}.npz"
-    root = Path(root)
+    settings = model_settings(params, game, name)
+    root = Path(root).resolve() if on_cluster else Path(root)  # workers may run elsewhere
+    encoding = settings["encoding"]
+    data = root / "encoded" / game / f"{encoding}.npz" if encoding else None
     # outside DVC's outputs and kept until the stage succeeds: a killed sweep resumes there at
-    # the configuration in flight (models.tracking keeps what each finished one left)
+    # the configuration in flight (models.tracking keeps what each finished one left, and a
+    # family that learns by playing its checkpoints under `resume/`)
     work = root / "checkpoints" / game / f"train-{name}"
     if not settings["sweep"]:  # one run: nothing to resume or copy; the record of a run a kill
         for path in work.glob("*"):  # interrupted stays, so that it is closed (KILLED)
-            if path.name != SWEEP_STATE:
+            if path.name not in (SWEEP_STATE, "resume"):
                 shutil.rmtree(path) if path.is_dir() else path.unlink()
     with atomic_dir(root / "trained" / game / name) as scratch:
         outcome = train(
             data,
             settings["family"],
-            dict(settings["params"]),
+            settings["params"],
             sweep_items(settings["sweep"]),
             experiment=game,
             register=True,
             out_dir=work,
             expect_game=game,
             map_configs=_on_cluster if on_cluster else None,
+            game=params[game].get("spec", game),
         )
         best = outcome.best
         artifact = Path(best.result.artifact)
-        for path in artifact.parent.iterdir():
-            if path.is_file() and path.suffix != ".png":
+        for path in artifact.parent.iterdir():  # the curve's PNG names its run: not kept
+            if path.is_file() and path.name != "training_curve.png":
                 shutil.copy2(path, scratch / path.name)
         run_ids = [r.run_id for r in outcome.runs]
         if outcome.parent_run_id:
@@ -106,17 +139,24 @@ def _train(root: Path, params: dict, game: str, name: str, on_cluster: bool = Fa
             "artifact": artifact.name,
             "artifact_kind": best.result.artifact_kind,
             "objective": {"metric": outcome.metric, "direction": outcome.direction},
-            "metrics": best.result.metrics,
+            "metrics": _timeless(best.result.metrics),
             "params": best.params,
             "parity": best.parity,
             "configurations": len(outcome.runs),
-        }
+            "best": outcome.labels[outcome.runs.index(best)] if outcome.labels else "defaults",
+            "sweep": [
+                {"label": label, "params": run.params,
+                 "metrics": _timeless(run.result.metrics),
+                 "history": _timeless(run.result.history)}
+                for label, run in zip(outcome.labels, outcome.runs, strict=False)
+            ],
+        }  # fmt: skip
         write_json(scratch / "run.json", summary)
         write_json(run_record_path(root, game, name), ids)
     shutil.rmtree(work, ignore_errors=True)
     metrics = {k: float(v) for k, v in best.result.metrics.items()}
     write_json(root / "metrics" / game / f"train-{name}.json", metrics)
-    write_curve(root / "plots" / game / f"{name}.csv", best.result.history)
+    write_curve(root / "plots" / game / f"{name}.csv", _timeless(best.result.history))
     return {**summary, **ids}
 
 
