@@ -31,7 +31,15 @@ committed here, networks travel as paths inside agent specs, and the results equ
 process (same shards, same pairs, the sequential test stopping at the same pair).
 
 A generation starts only while the loop's wall-clock (`hours`, 0: no limit) leaves room for one
-more as long as the last one took. The helpers here are plain functions; flows/stages/playerzero.py
+more as long as the last one took.
+
+The loop's folder (ROOT/playerzero/GAME, a DVC output) holds what the same inputs make again:
+its JSON files keep no MLflow ids, registry versions, seconds, rates of the machine or paths of
+the machine (`MEASURED`, `portable`). Those go, at the same relative path, to its run record
+ROOT/metrics/playerzero/GAME-run (`run_home`): the parent and generation run ids, each
+generation's clock, its registration and the curve and report, which plot wall-clock hours.
+`load` reads a file of the folder with its measured fields put back, so resuming and the
+`hours` budget work as before. The helpers here are plain functions; flows/stages/playerzero.py
 wraps the whole loop as one Prefect flow with MLflow runs (one parent run per loop, one nested
 run per generation).
 """
@@ -68,6 +76,91 @@ class LoopError(ModelError):
 def read_json(path: Path, default: Any = None) -> Any:
     path = Path(path)
     return json.loads(path.read_text()) if path.is_file() else default
+
+
+#: fields that differ between two runs of the same inputs (MLflow ids, registry state, the clock
+#: and rates measured on it): kept in the run record, never in the loop's DVC output
+MEASURED = frozenset({
+    "seconds", "hours", "run_id", "parent_run_id", "resumed", "registry",
+    "positions_per_s", "train_seconds", "ms_per_move_mean", "ms_per_move_p95",
+})  # fmt: skip
+
+
+def run_home(root: Path) -> Path:
+    """The run record of the loop whose folder is `root` (ROOT/playerzero/GAME):
+    ROOT/metrics/playerzero/GAME-run, outside the DVC output (dvc.yaml keeps it with `persist`,
+    so a killed loop finds its ids and clock there)."""
+    root = Path(root)
+    return root.parent.parent / "metrics" / "playerzero" / f"{root.name}-run"
+
+
+def split(data: Any) -> tuple[Any, Any]:
+    """(data without its MEASURED fields, those fields in the same nesting; None where none)."""
+    if isinstance(data, dict):
+        kept, measured = {}, {}
+        for key, value in data.items():
+            if key in MEASURED:
+                measured[key] = value
+                continue
+            kept[key], inner = split(value)
+            if inner:
+                measured[key] = inner
+        return kept, measured or None
+    if isinstance(data, list):
+        pairs = [split(value) for value in data]
+        inner = [m for _, m in pairs]
+        return [k for k, _ in pairs], inner if any(m is not None for m in inner) else None
+    return data, None
+
+
+def merge(kept: Any, measured: Any) -> Any:
+    """`split`'s inverse: the measured fields put back where they were."""
+    if measured is None:
+        return kept
+    if isinstance(kept, dict) and isinstance(measured, dict):
+        out = dict(kept)
+        for key, value in measured.items():
+            out[key] = merge(out[key], value) if key in out else value
+        return out
+    if isinstance(kept, list) and isinstance(measured, list):
+        return [merge(k, m) for k, m in zip(kept, measured, strict=False)] + kept[len(measured) :]
+    return measured
+
+
+def portable(data: Any, root: Path) -> Any:
+    """Agent specs name networks by the machine's absolute path (`resolve()`); recorded, they
+    name them by their path in the repository (the folder two levels above the loop's)."""
+    prefix = str(Path(root).resolve().parent.parent) + os.sep
+    if isinstance(data, str):
+        return data.replace(prefix, "")
+    if isinstance(data, dict):
+        return {key: portable(value, root) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [portable(value, root) for value in data]
+    return data
+
+
+def save(root: Path, path: Path, data: Any) -> Any:
+    """Writes `data` at `path` in the loop's folder `root` without its MEASURED fields, and those
+    at the same relative path in the run record (first, so a kept file always has its record);
+    returns what `load` will read back."""
+    data = portable(data, root)
+    kept, measured = split(data)
+    record = run_home(root) / Path(path).relative_to(root)
+    if measured is not None:
+        write_json(record, measured)
+    elif record.is_file():
+        record.unlink()
+    write_json(path, kept)
+    return load(root, path)
+
+
+def load(root: Path, path: Path, default: Any = None) -> Any:
+    """A file of the loop's folder with its measured fields from the run record put back."""
+    kept = read_json(path)
+    if kept is None:
+        return default
+    return merge(kept, read_json(run_home(root) / Path(path).relative_to(root)))
 
 
 def gen_dir(root: Path, g: int) -> Path:
@@ -113,7 +206,10 @@ def selfplay_options(params: dict[str, Any], state: dict[str, Any], root: Path) 
         options = {"x": int(first.pop("games")), "agent": str(first.pop("agent")), **first}
         return options
     sp = dict(params["selfplay"])
-    model = (Path(root) / player["path"]).resolve()
+    # relative where the loop's folder is (the stage runs in the repository, its process pool
+    # too): the dataset's manifest then names no path of this machine; on a cluster the
+    # folder is absolute, in the shared data root
+    model = Path(root) / player["path"]
     # prior_temp is pinned (default 1): a network's play-time setting must not reshape self-play
     agent = (
         f"puct:model={model},sims={int(sp.pop('sims'))},c={float(sp.pop('c'))},"
@@ -161,12 +257,12 @@ def validate(root: Path, g: int, validation: dict[str, Any]) -> dict[str, Any]:
 
     path = gen_dir(root, g) / "validation.json"
     if path.is_file():
-        return read_json(path)
+        return load(root, path)
     report = validate_dataset(gen_dir(root, g) / "data", sample=int(validation["sample"]),
                               seed=int(validation["seed"]), docs=False, write=False)  # fmt: skip
     if not report.success:
         raise LoopError(f"generation {g}: self-play data failed validation: {report.summary()}")
-    return read_json(write_json(path, {"success": True, "summary": report.summary()}))
+    return save(root, path, {"success": True, "summary": report.summary()})
 
 
 def encode(root: Path, g: int, game: Any) -> Path:
@@ -227,7 +323,7 @@ def train_network(root: Path, g: int, scale: int, params: dict, state: dict,
 
     folder = network_dir(root, g + 1, scale)
     if (folder / "run.json").is_file():
-        return read_json(folder / "run.json")
+        return load(root, folder / "run.json")
     arrays, meta = replay_window(root, g, int(params["window"]))
     warm = state["latest"].get(str(scale), "")
     settings = {**params["train"], "scale": scale, "seed": int(params["seed"]) + g,
@@ -247,7 +343,10 @@ def train_network(root: Path, g: int, scale: int, params: dict, state: dict,
             "model": str(folder.relative_to(root) / "model.onnx"),
             "weights": str(folder.relative_to(root) / playerzero.WEIGHTS_FILE),
         }
-        write_json(scratch / "run.json", summary)
+        summary = portable(summary, root)
+        kept, measured = split(summary)  # the training's seconds: in the run record
+        write_json(run_home(root) / folder.relative_to(root) / "run.json", measured or {})
+        write_json(scratch / "run.json", kept)
         if folder.exists():
             shutil.rmtree(folder)
         os.replace(scratch, folder)
@@ -269,7 +368,7 @@ def arena(root: Path, g: int, game: Any, candidate: dict, params: dict, state: d
 
     path = gen_dir(root, g) / f"arena-s{candidate['scale']}.json"
     if path.is_file():
-        return read_json(path)
+        return load(root, path)
     a = params["arena"]
     sims, c, fpu = int(a["sims"]), float(params["selfplay"]["c"]), float(params["selfplay"]["fpu"])
     spec = puct_spec(root, candidate["model"], sims, c, fpu)
@@ -286,7 +385,7 @@ def arena(root: Path, g: int, game: Any, candidate: dict, params: dict, state: d
     if state["best"] is None:  # the first network always replaces plain MCTS as the player
         evidence.update(accepted=True, reason=f"first network ({evidence['reason']})")
     evidence["scale"] = candidate["scale"]
-    return read_json(write_json(path, evidence))
+    return save(root, path, evidence)
 
 
 #: solved positions per evaluation task (a chunk's agent is fresh: the same rate either way)
@@ -300,7 +399,7 @@ def evaluate(root: Path, g: int, game: Any, model: str, params: dict,
     cluster task)."""
     path = gen_dir(root, g) / "evaluation.json"
     if path.is_file():
-        return read_json(path)
+        return load(root, path)
     solved = params.get("solved") or ""
     result: dict[str, Any] = {"model": model}
     if solved:
@@ -328,7 +427,7 @@ def evaluate(root: Path, g: int, game: Any, model: str, params: dict,
         summary = summarize_pairing(rows)
         result["match"] = {k: summary[k] for k in ("spec_b", "games", "wins", "draws", "losses",
                                                    "score", "score_low", "score_high")}  # fmt: skip
-    return read_json(write_json(path, result))
+    return save(root, path, result)
 
 
 # ---- one generation ----------------------------------------------------------------------------
@@ -382,18 +481,23 @@ def _verdict(evidence: dict[str, Any]) -> str:
 
 
 def load_state(root: Path, params: dict[str, Any]) -> dict[str, Any]:
-    state = read_json(Path(root) / "state.json")
+    """The loop's state.json with its run record's ids and seconds (a new loop's otherwise)."""
+    state = load(root, Path(root) / "state.json")
     return state if state is not None else new_state(params)
+
+
+def save_state(root: Path, state: dict[str, Any]) -> dict[str, Any]:
+    return save(root, Path(root) / "state.json", state)
 
 
 def commit(root: Path, g: int, state: dict, changes: dict, summary: dict) -> dict[str, Any]:
     """Generation g is done: its summary and the loop state, each written atomically."""
-    write_json(gen_dir(root, g) / "summary.json", summary)
+    summary = save(root, gen_dir(root, g) / "summary.json", summary)
     state = {**state, **changes}
     state["generation"] = g + 1
     state["seconds"] = float(state["seconds"]) + float(summary["seconds"])
     state["history"] = [*state["history"], summary]
-    write_json(Path(root) / "state.json", state)
+    state = save_state(root, state)
     write_curve(root, state["history"])
     return state
 
@@ -430,18 +534,20 @@ def flat_value(summary: dict[str, Any], dotted: str) -> Any:
 
 
 def write_curve(root: Path, history: list[dict[str, Any]]) -> Path:
-    """curve.csv (one row per generation) and metrics.json (the newest row)."""
+    """curve.csv (one row per generation) and metrics.json (the newest row), in the run record
+    (`run_home`): they hold hours, positions per second and milliseconds per move."""
     lines = [",".join(name for name, _ in CURVE_KEYS)]
     rows = []
     for summary in history:
         row = {name: flat_value(summary, key) for name, key in CURVE_KEYS}
         rows.append(row)
         lines.append(",".join("" if v is None else f"{v:.6g}" for v in row.values()))
-    path = Path(root) / "curve.csv"
+    path = run_home(root) / "curve.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(".curve.csv.tmp")
     temp.write_text("\n".join(lines) + "\n")
     os.replace(temp, path)
-    write_json(Path(root) / "metrics.json", {k: v for k, v in rows[-1].items() if v is not None})
+    write_json(path.with_name("metrics.json"), {k: v for k, v in rows[-1].items() if v is not None})
     return path
 
 

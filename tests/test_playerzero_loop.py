@@ -66,6 +66,8 @@ def finish(process: subprocess.Popen) -> str:
 
 
 def test_killed_resumed_continued_and_registered(tmp_path, prefect_api):
+    from models.playerzero_loop import MEASURED, load_state, run_home
+
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(toy_params()))
     home = tmp_path / "playerzero" / "connect4"
     first = start(tmp_path, 2, prefect_api)
@@ -83,22 +85,36 @@ def test_killed_resumed_continued_and_registered(tmp_path, prefect_api):
 
     # run again with generations raised: it resumes the generation in flight, then goes on
     finish(start(tmp_path, 3, prefect_api))
-    state = json.loads((home / "state.json").read_text())
+    record = tmp_path / "metrics" / "playerzero" / "connect4-run"  # ids, clocks, registrations
+    assert run_home(home) == record
+    state = load_state(home, {})  # state.json with its run record's fields put back
     assert state["generation"] == 3 and len(state["history"]) == 3
     assert all(p.stat().st_mtime_ns == t for p, t in kept.items())  # generation 0 untouched
     assert (home / "gen-002" / "summary.json").is_file()
     for g, summary in enumerate(state["history"]):  # each generation's clock, attempts summed
-        clock = json.loads((home / f"gen-{g:03d}" / "clock.json").read_text())
+        clock = json.loads((record / f"gen-{g:03d}" / "clock.json").read_text())
         assert clock["seconds"] == summary["seconds"]
-    rows = (home / "curve.csv").read_text().splitlines()
+        assert (record / f"gen-{g:03d}" / "run_id").read_text() == summary["run_id"]
+    assert [s["resumed"] for s in state["history"]] == [False, True, False]
+    assert json.loads((record / "state.json").read_text())["parent_run_id"] == (
+        state["parent_run_id"]
+    )  # fmt: skip
+    # the loop's DVC output: no MLflow id, registry version, clock or path of this machine
+    for path in home.rglob("*.json"):
+        text = path.read_text()
+        assert str(tmp_path) not in text, path
+        assert not [k for k in MEASURED if f'"{k}"' in text], path
+    rows = (record / "curve.csv").read_text().splitlines()
     assert len(rows) == 4 and rows[0].startswith("generation,hours")
     assert (tmp_path / "metrics" / "playerzero" / "connect4.json").is_file()
-    report = (home / "report.md").read_text()
-    assert "| `random` |" in report and (home / "report.png").is_file()
+    report = (record / "report.md").read_text()
+    assert "| `random` |" in report and (record / "report.png").is_file()
 
+    before = {p: p.read_bytes() for p in home.rglob("*") if p.is_file()}
     again = finish(start(tmp_path, 3, prefect_api))  # nothing left to do
     assert "3 generations" in again
-    assert json.loads((home / "state.json").read_text())["history"] == state["history"]
+    assert {p: p.read_bytes() for p in home.rglob("*") if p.is_file()} == before
+    assert load_state(home, {})["history"] == state["history"]
 
     first_summary = state["history"][0]
     assert first_summary["registry"]["version"] == "1"  # the first network is always accepted

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from flows.reports.playerzero import write_loop_report
-from models.playerzero_loop import write_curve
+from models.playerzero_loop import run_home, write_curve
 
 
 def summary(generation: int, match: float | None) -> dict:
@@ -26,21 +26,29 @@ def table_rows(report: str) -> list[str]:
 
 
 def test_unmeasured_cells_read_dash_and_the_yardstick_is_named(tmp_path):
-    write_curve(tmp_path, [summary(0, None), summary(1, 0.75)])
-    (tmp_path / "state.json").write_text(json.dumps({"generation": 2, "seconds": 3600}))
+    home = tmp_path / "playerzero" / "connect4"  # the report and curve: in its run record
+    home.mkdir(parents=True)
+    write_curve(home, [summary(0, None), summary(1, 0.75)])
+    (home / "state.json").write_text(json.dumps({"generation": 2}))
+    (run_home(home) / "state.json").write_text(json.dumps({"seconds": 3600}))
     settings = {"evaluate": {"opponent": "alphabeta:ms=10", "games": 20}, "solved": ""}
-    report = write_loop_report(tmp_path, "connect4", settings).read_text()
+    path = write_loop_report(home, "connect4", settings)
+    assert path == tmp_path / "metrics" / "playerzero" / "connect4-run" / "report.md"
+    report = path.read_text()
+    assert "2 generations, 1.00 h;" in report  # the seconds from the run record
     header, first, second = table_rows(report)
     assert header.endswith("| vs `alphabeta:ms=10` |")
     # no solved set: the policy's optimal rate is "-"; generation 1 played no match
     assert first == "| 1 | 0.50 | 812 | 0.410 | 0.625 | yes | - | 0.900 | 14.2 | - |"
     assert second.endswith("| 0.900 | 14.2 | 0.750 |")
-    assert "nan" not in report and (tmp_path / "report.png").is_file()
+    assert "nan" not in report and path.with_name("report.png").is_file()
+    assert sorted(p.name for p in home.iterdir()) == ["state.json"]  # nothing measured there
 
 
 def test_a_profile_without_a_yardstick_says_so(tmp_path):
-    write_curve(tmp_path, [summary(0, None)])
-    report = write_loop_report(tmp_path, "othello", {"evaluate": {"sims": 8}}).read_text()
+    home = tmp_path / "playerzero" / "othello"
+    write_curve(home, [summary(0, None)])
+    report = write_loop_report(home, "othello", {"evaluate": {"sims": 8}}).read_text()
     assert table_rows(report)[0].endswith("| vs yardstick (none set) |")
     assert table_rows(report)[1].endswith("| - |")
 
@@ -52,11 +60,10 @@ def test_a_game_without_solved_positions_plots_only_its_scores(tmp_path):
 
     unsolved = summary(0, 0.6)
     unsolved["evaluation"].pop("puct")
-    for game in ("tactics", "connect4"):
-        (tmp_path / game).mkdir()
-    write_curve(tmp_path / "tactics", [unsolved])
-    plot = write_loop_report(tmp_path / "tactics", "tactics", {}).with_suffix(".png")
-    write_curve(tmp_path / "connect4", [summary(0, 0.6)])
-    solved = write_loop_report(tmp_path / "connect4", "connect4", {}).with_suffix(".png")
+    homes = {game: tmp_path / "playerzero" / game for game in ("tactics", "connect4")}
+    write_curve(homes["tactics"], [unsolved])
+    plot = write_loop_report(homes["tactics"], "tactics", {}).with_suffix(".png")
+    write_curve(homes["connect4"], [summary(0, 0.6)])
+    solved = write_loop_report(homes["connect4"], "connect4", {}).with_suffix(".png")
     one, three = (matplotlib.image.imread(p).shape[1] for p in (plot, solved))
     assert three == 3 * one

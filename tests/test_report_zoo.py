@@ -1,6 +1,7 @@
 """The pipeline report's zoo section (flows/report.zoo_lines): the zoo bot the pipeline
-registered first and every candidate that faced it at the gate, from the files the stages write
-(hand-written here: the decisions are engine-free records)."""
+registered first and every candidate that faced it at the gate, under its name or another name
+of the game (the gate's second match), from the files the stages write (hand-written here: the
+decisions are engine-free records)."""
 
 from __future__ import annotations
 
@@ -30,22 +31,30 @@ def test_the_report_shows_the_zoo_bot_and_the_candidates_it_refused(tmp_path):
         {"entry": "othello/td-ntuple", "name": "othello-td-ntuple", "version": "1",
          "card.sha256": "cd" * 32},
     ]})  # fmt: skip
-    put(tmp_path / "playerzero/connect4/gen-000/registered.json",
+    put(tmp_path / "metrics/playerzero/connect4-run/gen-000/registered.json",
         {"name": "connect4-playerzero", "version": "2",
          "promotion": decision("2", zoo_ref, False, (1, 0, 15))})  # fmt: skip
-    put(tmp_path / "playerzero/connect4/gen-001/registered.json",
+    put(tmp_path / "metrics/playerzero/connect4-run/gen-001/registered.json",
         {"name": "connect4-playerzero", "version": "3",
          "promotion": decision("3", zoo_ref, False, (2, 1, 13))})  # fmt: skip
-    # a decision against another opponent is not the zoo bot's
+    # a decision against another opponent alone is not the zoo bot's; one that cleared it and
+    # met the zoo bot as its second match is
+    second = {"opponent": zoo_ref, "wins": 0, "draws": 1, "losses": 1, "score": 0.25,
+              "score_low": 0.01, "score_high": 0.7, "games": 2, "planned": 16,
+              "result": "refused"}  # fmt: skip
     put(tmp_path / "promotion/connect4.json", {"families": {"hmm": {
         "model": "connect4-hmm", "production": None, "decisions": [
-            {**decision("1", "random", False, (0, 0, 4)), "name": "connect4-hmm"}]}}})  # fmt: skip
+            {**decision("1", "random", False, (0, 0, 4)), "name": "connect4-hmm"},
+            {**decision("2", "random", False, (4, 0, 0)), "name": "connect4-hmm",
+             "zoo": second}]}}})  # fmt: skip
     text = write_report(tmp_path, ["connect4", "othello"], tmp_path / "out").read_text()
     connect4 = text.split("## connect4")[1].split("## othello")[0]
     (row,) = [line for line in connect4.splitlines() if line.startswith("| `zoo:")]
     assert "connect4-playerzero v1 (`registry:connect4-playerzero/1`)" in row
     assert "[card](../../zoo/connect4/playerzero/card.md)" in row
-    assert "v2: rejected (1/0/15" in row and "v3: rejected (2/1/13" in row
-    assert "connect4-hmm" not in row and "v1: rejected" not in row
+    assert "connect4-playerzero v2: rejected (1/0/15" in row
+    assert "connect4-playerzero v3: rejected (2/1/13" in row
+    assert "connect4-hmm v2: rejected (0/1/1, score 0.250 [0.010, 0.700])" in row
+    assert "v1: rejected" not in row
     othello = text.split("## othello")[1]
     assert "othello-td-ntuple v1" in othello and "none yet" in othello

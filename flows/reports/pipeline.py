@@ -123,14 +123,16 @@ def production_lines(promotion: dict[str, Any]) -> list[str]:
 def zoo_lines(root: Path, game: str) -> list[str]:
     """The game's zoo bots the pipeline registered (imports/zoo.json, the zoo-import stage) and
     every candidate that faced one at the promotion gate: the promote stages' records
-    (promotion/GAME.json) and PlayerZero's generations (playerzero/*/gen-*/registered.json)."""
+    (promotion/GAME.json) and PlayerZero's generations (their run records,
+    metrics/playerzero/*-run/gen-*/registered.json): under the zoo bot's own name as the
+    production it faced, under any other name as the gate's second match (`zoo`)."""
     record = _read(root / "imports" / "zoo.json") or {}
     rows = [r for r in record.get("entries", []) if r["entry"].split("/")[0].split(":")[0] == game]
     if not rows:
         return []
     families = (_read(root / "promotion" / f"{game}.json") or {}).get("families", {})
     decisions = [d for info in families.values() for d in info.get("decisions", [])]
-    for path in sorted(root.glob("playerzero/*/gen-*/registered.json")):
+    for path in sorted(root.glob("metrics/playerzero/*-run/gen-*/registered.json")):
         registered = _read(path) or {}
         if registered.get("promotion"):
             decisions.append({**registered["promotion"], "trained_as": path.parent.as_posix()})
@@ -139,14 +141,20 @@ def zoo_lines(root: Path, game: str) -> list[str]:
               "|---|---|---|---|"]  # fmt: skip
     for row in rows:
         zoo_ref = f"registry:{row['name']}/{row['version']}"
-        faced = [
-            d for d in decisions if d.get("name") == row["name"] and d.get("opponent") == zoo_ref
-        ]
+        faced = []
+        for d in decisions:
+            if d.get("name") == row["name"] and d.get("opponent") == zoo_ref:
+                faced.append((d["name"], d, d["low"], d["high"]))
+            elif (d.get("zoo") or {}).get("opponent") == zoo_ref:
+                z = d["zoo"]
+                faced.append((d["name"], {**z, "promoted": d.get("promoted"),
+                                          "version": d["version"]},
+                               z["score_low"], z["score_high"]))  # fmt: skip
         shown = ", ".join(
-            f"v{d['version']}: {'promoted' if d.get('promoted') else 'rejected'} "
+            f"{name} v{d['version']}: {'promoted' if d.get('promoted') else 'rejected'} "
             f"({d['wins']}/{d['draws']}/{d['losses']}, score {d['score']:.3f} "
-            f"[{d['low']:.3f}, {d['high']:.3f}])"
-            for d in faced
+            f"[{low:.3f}, {high:.3f}])"
+            for name, d, low, high in faced
         )  # fmt: skip
         card = f"[card](../../zoo/{row['entry']}/card.md)"
         lines.append(

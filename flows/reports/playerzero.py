@@ -1,4 +1,7 @@
-"""playerzero/GAME/report.md and curve.png: how a loop's networks grew, against what others reached.
+"""The loop's report.md and report.png: how its networks grew, against what others reached.
+
+They live in the loop's run record (models.playerzero_loop.run_home: metrics/playerzero/GAME-run),
+beside curve.csv, since they show wall-clock hours and the machine's speed.
 
 The curve: optimal-move rate (raw policy and puct at the loop's evaluation budget) against
 generation and against wall-clock hours, with the classical baselines measured on the same
@@ -28,7 +31,7 @@ PUBLISHED = [
 
 def measure_baselines(home: Path, settings: dict[str, Any]) -> dict[str, dict]:
     """Optimal-move rates of the classical baselines on the loop's solved set (cached)."""
-    path = Path(home) / "baselines.json"
+    path = loop.run_home(home) / "baselines.json"  # each holds its ms per move
     cached = loop.read_json(path, {}) or {}
     solved = settings.get("solved") or ""
     evaluate = settings.get("evaluate", {})
@@ -45,7 +48,7 @@ def measure_baselines(home: Path, settings: dict[str, Any]) -> dict[str, dict]:
 
 
 def read_curve(home: Path) -> list[dict[str, float]]:
-    path = Path(home) / "curve.csv"
+    path = loop.run_home(home) / "curve.csv"
     if not path.is_file():
         return []
     with path.open() as handle:
@@ -108,12 +111,13 @@ def cell(row: dict[str, float], key: str, spec: str = ".3f") -> str:
 
 
 def write_loop_report(home: Path, game: str, settings: dict[str, Any]) -> Path:
-    """report.md + report.png in the loop's folder; returns the markdown path."""
+    """report.md + report.png in the loop's run record; returns the markdown path."""
     home = Path(home)
     rows = read_curve(home)
     baselines = measure_baselines(home, settings)
-    state = loop.read_json(home / "state.json", {}) or {}
-    picture = home / "report.png"
+    state = loop.load(home, home / "state.json", {}) or {}
+    picture = loop.run_home(home) / "report.png"
+    picture.parent.mkdir(parents=True, exist_ok=True)
     plot(rows, baselines, picture, f"PlayerZero on {game}")
     best = (state.get("best") or {}).get("path", "none")
     opponent = loop.yardstick(settings)
@@ -145,6 +149,6 @@ def write_loop_report(home: Path, game: str, settings: dict[str, Any]) -> Path:
     lines += ["", "Published figures (other position sets and criteria, for context):", ""]
     lines += [f"- {who}: {what}" for who, what in PUBLISHED]
     lines += ["", f"![]({picture.name})"]
-    path = home / "report.md"
+    path = picture.with_name("report.md")
     path.write_text("\n".join(lines) + "\n")
     return path

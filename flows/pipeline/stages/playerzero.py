@@ -6,10 +6,12 @@ its losses, policy accuracy, arena score, self-play positions/s, optimal-move ra
 wall-clock, plus the network as a logged ONNX model. An accepted network is registered as
 `<game>-playerzero` with its evidence and faces the registry's promotion gate. Everything
 lives under playerzero/GAME (a DVC `persist` output): raising `generations` continues the loop,
-and a killed run resumes at the step it was in. With a Dask address (stage_io.dask_address)
-the self-play shards, arena pairs and the evaluation match are cluster tasks (stage_io
-.fan_out) whose files land in that folder, in a shared data root; training, validation and
-MLflow stay in the stage's process.
+and a killed run resumes at the step it was in. The MLflow ids, registrations, clocks, curve and
+report live in its run record metrics/playerzero/GAME-run (models.playerzero_loop.run_home, also
+kept by DVC), so the same inputs make the same loop folder. With a Dask address
+(stage_io.dask_address) the self-play shards, arena pairs and the evaluation match are cluster
+tasks (stage_io.fan_out) whose files land in that folder, in a shared data root; training,
+validation and MLflow stay in the stage's process.
 """
 
 from __future__ import annotations
@@ -86,7 +88,8 @@ def register_task(root: Path, g: int, run: dict, summary: dict, run_id: str, gat
     from models.registry import promote_if_better
     from models.tracking import client, file_hash, log_model, register_trained
 
-    done = loop.read_json(loop.gen_dir(root, g) / "registered.json")
+    record = loop.gen_dir(loop.run_home(root), g) / "registered.json"  # registry state
+    done = loop.read_json(record)
     if done is not None:
         return done
     metrics = {**run["metrics"], **_flat_metrics(summary)}
@@ -114,7 +117,7 @@ def register_task(root: Path, g: int, run: dict, summary: dict, run_id: str, gat
     decision = promote_if_better(name, version, games=int(gate["games"]),
                                  baseline=gate["baseline"], seed=int(gate["seed"]))  # fmt: skip
     registered = {"name": name, "version": version, "promotion": decision.as_dict()}
-    loop.write_json(loop.gen_dir(root, g) / "registered.json", registered)
+    loop.write_json(record, registered)
     return registered
 
 
@@ -137,7 +140,7 @@ def _generation(root: Path, spec: str, game: Any, settings: dict, gate: dict, st
     from models.tracking import client, open_run
 
     mlflow = client()
-    id_file = loop.gen_dir(root, g) / "run_id"
+    id_file = loop.gen_dir(loop.run_home(root), g) / "run_id"
     resumed = id_file.is_file()
     if resumed:
         run_id = id_file.read_text().strip()
@@ -153,7 +156,7 @@ def _generation(root: Path, spec: str, game: Any, settings: dict, gate: dict, st
         id_file.parent.mkdir(parents=True, exist_ok=True)
         id_file.write_text(run_id)
     # every attempt at this generation counts, a killed one's too (the loop's `hours` budget)
-    with loop.GenerationClock(loop.gen_dir(root, g) / "clock.json") as clock:
+    with loop.GenerationClock(loop.gen_dir(loop.run_home(root), g) / "clock.json") as clock:
         selfplay = self_play_task(root, spec, settings, state, g, on_cluster)
         echo(f"generation {g}: {selfplay['games']} games, {selfplay['positions']} positions, "
              f"{selfplay['positions_per_s']:.0f} positions/s ({selfplay['agent']})")  # fmt: skip
@@ -228,7 +231,7 @@ def playerzero_flow(root: Path, params: dict, game_name: str, generations: int |
         described = {k: json.dumps(v, default=str)[:500] for k, v in settings.items()}
         state["parent_run_id"] = open_run(experiment, f"playerzero-{game.name}", "playerzero",
                                           spec, tags=tags, params=described)  # fmt: skip
-        loop.write_json(home / "state.json", state)
+        state = loop.save_state(home, state)
     else:  # the loop continues: its run is RUNNING while a process works on it, no longer
         mlflow.update_run(state["parent_run_id"], status="RUNNING")
     started = time.time()
@@ -247,11 +250,12 @@ def playerzero_flow(root: Path, params: dict, game_name: str, generations: int |
 
     report = write_loop_report(home, game.name, settings)
     # what dvc metrics / dvc plots read (outside the persisted loop folder)
+    record = loop.run_home(home)
     loop.write_json(root / "metrics" / "playerzero" / f"{game_name}.json",
-                    loop.read_json(home / "metrics.json", {}))  # fmt: skip
+                    loop.read_json(record / "metrics.json", {}))  # fmt: skip
     curve = root / "plots" / "playerzero" / f"{game_name}.csv"
     curve.parent.mkdir(parents=True, exist_ok=True)
-    source = home / "curve.csv"
+    source = record / "curve.csv"
     curve.write_text(source.read_text() if source.is_file() else "generation\n")
     mlflow.log_artifact(state["parent_run_id"], str(report.with_suffix(".png")), "plots")
     mlflow.log_metric(state["parent_run_id"], "generations", float(state["generation"]))
