@@ -234,8 +234,64 @@ def render(folder: Path) -> Path:
     return card.folder / CARD_MD
 
 
+def below_floor(card: Card) -> list[str]:
+    """The figures whose floor the card says is not met (`floor_met: false`)."""
+    return [e["figure"] for e in card.data["evidence"] if e.get("floor_met") is False]
+
+
+def install(source: Path, zoo_root: Path = CHECKOUT_ZOO, allow_below_floor: bool = False) -> Path:
+    """Copies a rebuilt entry (rebuild/zoo/GAME/NAME, issue 66 item 3) into `zoo_root` as
+    GAME/NAME, replacing the entry there, once its files match its card and every floor holds
+    (`allow_below_floor`: an entry the issue lets ship below its floor, territory's); card.md is
+    rendered again with the entry's new folder. ModelError names what stops it."""
+    import shutil
+    import tempfile
+
+    card = load(source)
+    short = below_floor(card)
+    if short and not allow_below_floor:
+        raise ModelError(f"{source}: floor not met: {'; '.join(short)} (--below-floor installs it)")
+    game = card.game.split(":", 1)[0]
+    final = Path(zoo_root) / game / card.data["name"]
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    try:
+        shutil.copytree(card.folder, staged, dirs_exist_ok=True)
+        write_card(staged, card.data, f"zoo/{game}/{card.data['name']}")
+        load(staged)
+        if final.exists():
+            old = final.with_name(f".{final.name}.replaced")
+            shutil.rmtree(old, ignore_errors=True)
+            final.rename(old)
+            shutil.rmtree(old)
+        staged.rename(final)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+    return final
+
+
+def main(argv: list[str]) -> int:
+    """`python -m models.zoo DIR …` checks each entry and rewrites its card.md from card.json;
+    `python -m models.zoo --install DIR [--below-floor]` installs a rebuilt entry into zoo/.
+    A bad entry: one line on stderr, exit 2."""
+    import sys
+
+    try:
+        if argv[:1] == ["--install"]:
+            folders = [a for a in argv[1:] if a != "--below-floor"]
+            if len(folders) != 1:
+                raise ModelError("usage: python -m models.zoo --install DIR [--below-floor]")
+            print(install(Path(folders[0]), allow_below_floor="--below-floor" in argv))
+            return 0
+        for argument in argv:
+            print(render(Path(argument)))
+    except ModelError as problem:
+        print(f"models.zoo: {problem}", file=sys.stderr)
+        return 2
+    return 0
+
+
 if __name__ == "__main__":  # python -m models.zoo zoo/GAME/NAME …: card.md from card.json
     import sys
 
-    for argument in sys.argv[1:]:
-        print(render(Path(argument)))
+    sys.exit(main(sys.argv[1:]))

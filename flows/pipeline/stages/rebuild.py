@@ -52,8 +52,10 @@ def entry_settings(params: dict, game: str, name: str) -> dict[str, Any]:
 def chosen_playerzero(root: Path, key: str) -> dict[str, Any]:
     """The network the loop's promotion gate last put in production (playerzero/KEY/state.json),
     with its generation's run id and the loop's seconds up to it and in all."""
+    from models import playerzero_loop as loop
+
     home = Path(root) / "playerzero" / key
-    state = json.loads((home / "state.json").read_text())
+    state = loop.load(home, home / "state.json")  # with its ids and clocks (its run record)
     promoted = [
         row
         for row in state["history"]
@@ -82,16 +84,31 @@ def chosen_playerzero(root: Path, key: str) -> dict[str, Any]:
     }
 
 
-def chosen_neat(root: Path, game: str, key: str) -> dict[str, Any]:
-    """A NEAT case's champion (trained/GAME/KEY and its run record)."""
+def run_seconds(run_id: str) -> float:
+    """An MLflow run's wall clock, start to end (the chain's own store)."""
+    from models.tracking import client
+
+    info = client().get_run(run_id).info
+    return max(0.0, ((info.end_time or info.start_time) - info.start_time) / 1000.0)
+
+
+def chosen_trained(root: Path, params: dict, game: str, key: str) -> dict[str, Any]:
+    """What the generic train stage kept as GAME.models.KEY (trained/GAME/KEY: a NEAT case's
+    champion, its seeds a sweep), timed by its MLflow run (the sweep's parent when it has one)."""
+    from flows.pipeline.stage_io import use_tracking
+
+    use_tracking(params, root)
     run = trained_run(root, game, key)
-    seeds = run.get("seed_runs") or {}
-    seconds = sum(float(s.get("seconds") or 0.0) for s in seeds.values())
+    timed = run.get("parent_run_id") or run["run_id"]
+    objective = (run.get("objective") or {}).get("metric", "its objective")
+    count = len(run.get("sweep") or []) or 1
+    seconds = run_seconds(timed)
     return {
         "file": Path(root) / "trained" / game / key / run["artifact"],
-        "run_id": run.get("run_id"),
+        "run_id": run["run_id"],
         "parent_run_id": run.get("parent_run_id"),
-        "chosen": f"the case's champion (seed {run.get('best_seed')}, of {len(seeds)} seeds)",
+        "chosen": f"configuration {run.get('best')!r} of {count}, ranked by {objective} "
+        f"(trained/{game}/{key}/run.json)",
         "seconds": seconds,
         "seconds_all": seconds,
     }
@@ -101,9 +118,9 @@ def chosen(root: Path, params: dict, settings: dict) -> dict[str, Any]:
     source = settings["source"]
     if source["stage"] == "playerzero":
         return chosen_playerzero(root, source["key"])
-    if source["stage"] in ("neat", "train"):
-        return chosen_neat(root, settings["game"], source["key"])
-    raise StageError(f"zoo source stage {source['stage']!r}: playerzero, neat or train")
+    if source["stage"] == "train":
+        return chosen_trained(root, params, settings["game"], source["key"])
+    raise StageError(f"zoo source stage {source['stage']!r}: playerzero or train")
 
 
 # ---- the card's figures ---------------------------------------------------------------------
