@@ -8,10 +8,10 @@ parity and the held-out metrics (`eval.<name>`). Only `promote_if_better` moves 
 agent: `params.yaml` promote.baseline, default `random:guards=win+block`) over seeded scenarios
 with sides swapped (engine.tournament.play_pairing), and is promoted only when the lower end of
 its score's 95% Wilson interval is above 0.5; where the game has a zoo bot (a version imported
-from zoo/, under any name of the game), a candidate that clears that first match must clear the
-same bound against the zoo bot too (`zoo_bot`), so no demo-scale bot displaces the zoo's
-strength unnoticed. The decision and its evidence are written as version tags either way.
-Registry stages are never used (deprecated in MLflow).
+from zoo/, under any name of the game), every candidate plays it too, a second match with the
+same games, seed and bound (`zoo_bot`, `zoo_match`), and is promoted only when it clears both:
+no demo-scale bot takes `production` without beating the zoo's. The decision and its evidence
+are written as version tags either way. Registry stages are never used (deprecated in MLflow).
 
 Versions are fetched as raw artifact files into a local cache (keyed by tracking URI, model,
 version and source, so a rebuilt database never serves a stale file); nothing is unpickled.
@@ -577,11 +577,10 @@ def promote_if_better(
     summary = summarize_pairing(rows)
     promoted = summary["score_low"] > 0.5
     zoo = None
-    if promoted:  # a candidate refused already needs no second match
-        ref = zoo_bot(client, game, name, str(candidate.version), previous)
-        if ref is not None:
-            zoo = zoo_match(game, spec, ref, config, make_seat or make)
-            promoted = zoo["result"] == ZOO_CLEARED
+    ref = zoo_bot(client, game, name, str(candidate.version), previous)
+    if ref is not None and ref != opponent:  # every candidate meets it, recorded either way
+        zoo = zoo_match(game, spec, ref, config, make_seat or make)
+        promoted = promoted and zoo["result"] == ZOO_CLEARED
     decision = Decision(
         name,
         str(candidate.version),

@@ -141,8 +141,9 @@ def a_candidate_of_another_name_faces_the_zoo_bot_and_is_refused(root: Path, out
     """The zoo's Connect 4 bot is `connect4-playerzero` (v1); a candidate registered as another
     name of the game (here the zoo network's raw policy, no search) clears its first match
     against the baseline, then meets the zoo bot at the same gate and is refused, the match
-    recorded. With 4 games the bound needs a clean sweep (4 of 4, lower bound 0.51), so the zoo
-    match stops at the first point it loses: the games left could not change the refusal."""
+    recorded (as it is for a candidate its first match refused). With 4 games the bound needs a
+    clean sweep (4 of 4, lower bound 0.51), so the zoo match stops at the first point it loses:
+    the games left could not change the refusal."""
     from flows.web.leaderboard import leaderboard
     from models.bundle import export, import_bundle
     from models.registry import describe, needed_points, promote_if_better, strength
@@ -173,6 +174,10 @@ def a_candidate_of_another_name_faces_the_zoo_bot_and_is_refused(root: Path, out
     assert (shown["opponent"], shown["result"], shown["wdl"]) == (
         zoo["opponent"], "refused", tags["promotion.zoo.wdl"]
     )  # fmt: skip
+    # refused by its first match (or not), a candidate still meets the zoo bot, recorded
+    again = promote_if_better("connect4-policy", version, games=4, baseline="alphabeta:depth=2")
+    assert again.opponent == "alphabeta:depth=2" and again.zoo["opponent"] == zoo["opponent"]
+    assert again.promoted == (again.low > 0.5 and again.zoo["result"] == "cleared")
     # a version that cleared a zoo bot at the gate rests on that card (its rank's first key)
     cleared = {"promotion.decision": "promoted", "promotion.zoo.result": "cleared",
                "promotion.opponent": "random", "promotion.interval": "[0.51, 1.0]"}  # fmt: skip
