@@ -94,23 +94,28 @@ def run_seconds(run_id: str) -> float:
 
 def chosen_trained(root: Path, params: dict, game: str, key: str) -> dict[str, Any]:
     """What the generic train stage kept as GAME.models.KEY (trained/GAME/KEY: a NEAT case's
-    champion, its seeds a sweep), timed by its MLflow run (the sweep's parent when it has one)."""
+    champion, its seeds a sweep; a TD network), timed by its MLflow run (the sweep's parent when
+    it has one); `seconds_all` adds the profile's other trainings of GAME, which the chain ran
+    first (Othello's second run starts from the first's network)."""
     from flows.pipeline.stage_io import use_tracking
 
     use_tracking(params, root)
+
+    def seconds_of(name: str) -> float:
+        run = trained_run(root, game, name)
+        return run_seconds(run.get("parent_run_id") or run["run_id"])
+
     run = trained_run(root, game, key)
-    timed = run.get("parent_run_id") or run["run_id"]
     objective = (run.get("objective") or {}).get("metric", "its objective")
     count = len(run.get("sweep") or []) or 1
-    seconds = run_seconds(timed)
     return {
         "file": Path(root) / "trained" / game / key / run["artifact"],
         "run_id": run["run_id"],
         "parent_run_id": run.get("parent_run_id"),
         "chosen": f"configuration {run.get('best')!r} of {count}, ranked by {objective} "
         f"(trained/{game}/{key}/run.json)",
-        "seconds": seconds,
-        "seconds_all": seconds,
+        "seconds": seconds_of(key),
+        "seconds_all": sum(seconds_of(name) for name in params[game]["models"]),
     }
 
 
@@ -124,16 +129,23 @@ def chosen(root: Path, params: dict, settings: dict) -> dict[str, Any]:
 
 
 # ---- the card's figures ---------------------------------------------------------------------
-def gridbots_program() -> list[str]:
-    """The `gridbots` program beside this interpreter (the venv's), else this interpreter."""
+def program(argv: list[str]) -> list[str]:
+    """What runs a card's command: `gridbots ARGV` (the program beside this interpreter, the
+    venv's), or `python SCRIPT ARGS` (a script of the repository, `benchmarks/…`)."""
+    if argv[0] == "python":
+        code_root = Path(__file__).resolve().parents[3]
+        return [sys.executable, str(code_root / argv[1]), *argv[2:]]
     beside = Path(sys.executable).with_name("gridbots")
-    return [str(beside)] if beside.is_file() else [sys.executable, "-m", "flows.entry"]
+    runs = [str(beside)] if beside.is_file() else [sys.executable, "-m", "flows.entry"]
+    return [*runs, *argv]
 
 
 def card_command(argv: list[str], shown_dir: str = "{dir}") -> str:
     """The line the card prints: run from the repository root, one thread, niced."""
     words = [word.replace("{dir}", shown_dir) for word in argv]
     env = " ".join(f"{k}={v}" for k, v in ONE_THREAD.items())
+    if words[0] == "python":
+        return f"{env} nice -n 10 .venv/bin/python {shlex.join(words[1:])}"
     return f"{env} nice -n 10 .venv/bin/gridbots {shlex.join(words)}"
 
 
@@ -142,14 +154,14 @@ def run_card_command(argv: list[str], folder: Path) -> tuple[Any, float]:
     words = [word.replace("{dir}", str(folder)) for word in argv]
     started = time.monotonic()
     done = subprocess.run(
-        [*gridbots_program(), *words],
+        program(words),
         capture_output=True,
         text=True,
         env={**os.environ, **ONE_THREAD},
         check=False,
     )
     if done.returncode != 0:
-        raise StageError(f"gridbots {shlex.join(words)}: {done.stderr.strip()[-400:]}")
+        raise StageError(f"{shlex.join(words)}: {done.stderr.strip()[-400:]}")
     # the folder as the card names it, so the kept JSON reads the same wherever it was measured
     return json.loads(done.stdout.replace(str(folder), "{dir}")), time.monotonic() - started
 
@@ -170,11 +182,14 @@ def figure(item: dict[str, Any], result: Any) -> dict[str, Any]:
             "ms per move": f"{rate['ms_per_move_mean']:.1f} mean, "
             f"{rate['ms_per_move_p95']:.1f} p95",
         }
-    else:  # gridbots match: the pairing's summary
+    else:  # gridbots match: the pairing's summary (a benchmark's: its `ci95`)
         value, count = float(result["score"]), int(result["games"])
+        interval = (
+            result["ci95"] if "ci95" in result else [result["score_low"], result["score_high"]]
+        )
         measured = {
             "value": value,
-            "interval": [result["score_low"], result["score_high"]],
+            "interval": list(interval),
             "games": count,
             "wins-draws-losses": f"{result['wins']}-{result['draws']}-{result['losses']}",
         }
@@ -260,16 +275,16 @@ def rebuild_flow(root: Path, params: dict, game: str, name: str, params_file: st
         ]
         tags = lineage(root)
         source = settings["source"]
-        recipe = (params.get(source["stage"], {}) or {}).get(source["key"])
-        if recipe is None:
-            recipe = params[game]["models"][source["key"]]
+        if source["stage"] == "playerzero":
+            recipe, section = params["playerzero"][source["key"]], f"playerzero.{source['key']}"
+        else:  # every training of the game's chain (Othello's two runs)
+            recipe, section = params[game]["models"], f"{game}.models"
         what = {**settings["what"], "file": f"ONNX, {files[0]['bytes']:,} bytes, "
                 f"{onnx_values(target):,} values in its initializers"}  # fmt: skip
         if check is not None:
             what["int8 check"] = {k: round(float(v), 4) for k, v in check.items()}
         made = {
-            "profile": f"{params.get('profile', 'zoo')} ({params_file}), "
-            f"{source['stage']}.{source['key']}",
+            "profile": f"{params.get('profile', 'zoo')} ({params_file}), {section}",
             "params": recipe,
             "commit": tags["git.commit"],
             "dvc_lock": f"sha256 {tags['dvc.lock_sha256']} (the chain's dvc.lock when the "
