@@ -223,8 +223,10 @@ def test_the_loop_runs_on_tactics_chance_draws_and_multi_action_turns(tmp_path, 
     params["promote"]["games"] = 2
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     finish(start(tmp_path, 2, prefect_api, game="tactics"))
+    from models.playerzero_loop import load_state
+
     home = tmp_path / "playerzero" / "tactics"
-    state = json.loads((home / "state.json").read_text())
+    state = load_state(home, {})  # with its run record's registrations
     assert state["generation"] == 2
     first, second = state["history"]
     assert first["selfplay"]["agent"].startswith("mcts:")
