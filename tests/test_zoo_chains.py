@@ -104,6 +104,7 @@ def test_every_zoo_chain_rebuilds_a_playable_entry_at_tiny_scale(tmp_path, prefe
                 assert kept["wins"] + kept["draws"] + kept["losses"] == games
                 assert item["value"] == kept["score"]
             assert item["command"].endswith(" ".join(wanted["argv"][-2:]))
+            assert item["spec"] in wanted["argv"]  # the spec its command played
         game = parse_game_spec(card.game)
         for seat in range(game.num_players):
             seats = [make("random", game, seed=3 + p) for p in range(game.num_players)]

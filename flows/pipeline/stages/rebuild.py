@@ -166,6 +166,11 @@ def run_card_command(argv: list[str], folder: Path) -> tuple[Any, float]:
     return json.loads(done.stdout.replace(str(folder), "{dir}")), time.monotonic() - started
 
 
+def played(argv: list[str]) -> str:
+    """The spec a figure's command plays: its word naming the entry's files (`{dir}`)."""
+    return next(word for word in argv if "{dir}" in word and ":" in word)
+
+
 def figure(item: dict[str, Any], result: Any) -> dict[str, Any]:
     """The evidence row of one figure from its command's JSON (a match or a solved-set rate)."""
     from engine.tournament import wilson_interval
@@ -265,7 +270,7 @@ def rebuild_flow(root: Path, params: dict, game: str, name: str, params_file: st
             result, took = run_card_command(item["argv"], scratch)
             write_json(scratch / "evidence" / item["file"], result)
             evidence.append({**figure(item, result), "file": f"evidence/{item['file']}",
-                             "spec": settings["spec"],
+                             "spec": played(item["argv"]),
                              "command": card_command(item["argv"])})  # fmt: skip
             seconds[item["file"]] = round(took, 1)
         files = [zoo.file_entry(scratch, settings["model"], settings["role"])]
