@@ -23,7 +23,8 @@ trained, swept, logged and registered by the same models.tracking.train as every
   curves(history) -> {metric: [(step, value), ...]}   its training history as logged metrics
 
 A sweep is ranked by the family's `OBJECTIVE = (metric, "min" | "max")`; the metric may name
-several, `a>b`, compared in that order (NEAT: the playoff's scores, then the best fitness).
+several, `a>b`, compared in that order (NEAT: the playoff's scores, then the best fitness; TD:
+the last learning-curve score).
 Metrics that measure the machine rather than the run (`measured`: seconds, rates) go to MLflow
 and the run record, never to a DVC output.
 

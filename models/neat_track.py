@@ -24,13 +24,13 @@ from models.neat import (  # noqa: F401 (models.base's contract, re-exported)
     ENCODING,
     ENCODINGS,
     GAMES,
-    curves,
     inputs,
     make_config,
     network_game_spec,
     source,
     write_json,
 )
+from models.neat import curves as row_curves
 from models.neat_train import CaseResult, Trainer
 from models.territory_render import render_strip
 
@@ -172,6 +172,15 @@ def curve_png(history: list[dict[str, float]], path: Path, title: str) -> Path:
     figure.savefig(path, dpi=90)
     plt.close(figure)
     return path
+
+
+def curves(history: dict[str, list[float]] | list[dict[str, float]]) -> dict[str, list]:
+    """models.base's contract: a run's history (per-generation columns, as `learn` returns it,
+    or rows) as (generation, value) points."""
+    if isinstance(history, dict):
+        columns = zip(*history.values(), strict=True)
+        history = [dict(zip(history, values, strict=True)) for values in columns]
+    return row_curves(history)
 
 
 def learn(

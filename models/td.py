@@ -59,7 +59,17 @@ DEFAULTS: dict[str, Any] = {
     "planes": 2,  # observation planes read (seat 0's pieces, seat 1's)
     "init_std": 0.0001,
     "seed": 0,
+    # the learning curve `learn` measures (greedy, seeded openings, sides swapped): a point
+    # every `curve_every` games (0: at the end only), `curve_games` games against each of
+    # `curve_opponents`; the first opponent's last score ranks a sweep (OBJECTIVE)
+    "curve_every": 0,
+    "curve_games": 0,
+    "curve_opponents": [],
 }
+#: what measures the network rather than trains it: no part of a checkpoint's fingerprint
+CURVE = ("curve_every", "curve_games", "curve_opponents")
+#: a sweep's best: the last learning-curve score against the first curve opponent
+OBJECTIVE = ("score", "max")
 #: settings newer than some checkpoints: at their default they stay out of the fingerprint
 LATER = (
     "tuples",
@@ -272,7 +282,7 @@ class Trainer:
         kept = {
             k: v
             for k, v in self.params.items()
-            if k != "games" and not (k in LATER and v == DEFAULTS[k])
+            if k != "games" and k not in CURVE and not (k in LATER and v == DEFAULTS[k])
         }
         text = json.dumps({**kept, "game": self.game.spec()}, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -380,6 +390,31 @@ def train(
         history=history,
         extra_artifacts=[Path(report["report"])],
     )
+
+
+def learn(
+    game: str,
+    params: dict[str, Any],
+    out_dir: str | Path,
+    work: str | Path | None = None,
+    progress: Progress | None = None,
+) -> TrainingResult:
+    """models.base's contract for a family that learns by playing: `train` with the learning
+    curve the params ask for (`curve_*`, models.td_matches.curve_point) and its checkpoint in
+    `work`; `score` is the last curve score against the first curve opponent."""
+    from engine import parse_game_spec
+    from models.td_matches import curve_point
+
+    p = check(params)
+    opponents = [str(o) for o in p["curve_opponents"]]
+    curve = None
+    if opponents and p["curve_games"] > 0:
+        curve = curve_point(parse_game_spec(game), opponents, p["curve_games"], p["seed"])
+    checkpoint = Path(work) / "checkpoint.npz" if work else None
+    result = train(game, p, out_dir, progress, curve, p["curve_every"], checkpoint)
+    if curve is not None:
+        result.metrics["score"] = result.metrics[f"last_score_vs_{opponents[0]}"]
+    return result
 
 
 def _record(history, metrics, progress, games) -> None:

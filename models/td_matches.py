@@ -169,36 +169,3 @@ def curve_point(game, opponents: Sequence[str], games: int, seed: int, opening: 
         return scores
 
     return point
-
-
-# ---- one configuration as a job (runs in a worker process) ---------------------------------------
-def train_and_measure(job: dict[str, Any]) -> dict[str, Any]:
-    """Trains `job["params"]` on `job["game"]` into `job["out"]`, then measures the exported
-    file (float32 weights, as deployed): greedy score against each `job["measure"]` spec
-    ("random" runs in numba) over seeded openings with sides swapped."""
-    from agents.td.agent import read_network
-    from engine import parse_game_spec
-    from models import td
-
-    game = parse_game_spec(job["game"])
-    began = time.perf_counter()
-    result = td.train(job["game"], job["params"], job["out"])
-    network, _ = read_network(result.artifact, game)
-    metrics = dict(result.metrics)
-    games, seed, opening = job.get("measure_games", 0), job.get("seed", 0), job.get("opening", 4)
-    for spec in job.get("measure", ()):
-        found = (
-            score_vs_random(game, network, games, seed, opening)
-            if spec == "random"
-            else versus_agent(game, network, spec, games, seed, opening)
-        )
-        metrics[f"score_vs_{spec}"] = found["score"]
-        metrics[f"score_low_vs_{spec}"] = found["score_low"]
-    return {
-        "label": td.label(result.params),
-        "params": result.params,
-        "metrics": metrics,
-        "history": result.history,
-        "artifact": str(result.artifact),
-        "seconds": time.perf_counter() - began,
-    }

@@ -77,10 +77,11 @@ class TrainOutcome:
 # ---- the runs of every family -------------------------------------------------------------------
 # Every MLflow run gridbots writes is opened by `family_run` (or, for a run that outlives its
 # process, `open_run`) and its model logged by `log_model`,
-# whether the family trains here (`train`: a dataset family, its sweep a parent with nested runs)
-# or elsewhere and is logged afterwards from what it returned (`log_record`, `log_records`: a
-# family that learns by playing, whose configurations train in worker processes that open no
-# run); `register_trained` is the one way a logged model becomes a registry version.
+# whether the family trains here (`train`: every family, a dataset's or one that learns by
+# playing, its sweep a parent with nested runs) or elsewhere and is logged afterwards from what
+# it returned (`log_record`, `log_records`, `log_played`: study 002's configurations, which train
+# in worker processes that open no run, or a script's network); `register_trained` is the one
+# way a logged model becomes a registry version.
 def log_params(params: dict[str, Any]) -> None:
     """A configuration's parameters into the active run (anything but text as JSON)."""
     import mlflow
@@ -330,11 +331,12 @@ def _run_one(
         clean = {k: float(v) for k, v in metrics.items() if math.isfinite(float(v))}
         for key, value in clean.items():
             curves.setdefault(key, []).append(value)
-        mlflow.log_metrics(clean, step=int(epoch))
+        mlflow.log_metrics({metric_name(k): v for k, v in clean.items()}, step=int(epoch))
 
     if played:
         result = module.learn(dataset["game"], params, out_dir, work, progress)
         dataset = {**dataset, "game": result.game}  # what its network plays (a map's size)
+        result.metrics = finite(result.metrics)  # MLflow's names (a curve opponent's spec)
         mlflow.log_params({**dataset, "family": family_name})
     else:
         result = module.train(arrays, meta, params, out_dir, progress)
@@ -344,9 +346,9 @@ def _run_one(
     if not curves:  # the family kept its curves without reporting them: log them now
         for key, values in history.items():
             for step, value in enumerate(values):
-                mlflow.log_metric(key, float(value), step=step)
+                mlflow.log_metric(metric_name(key), float(value), step=step)
     finals = {k: float(v) for k, v in result.metrics.items()}
-    mlflow.log_metrics({f"final.{k}": v for k, v in finals.items() if math.isfinite(v)})
+    mlflow.log_metrics({f"final.{k}": v for k, v in finite(finals).items()})
     trained = log_model(result, dataset, parity_of(result))  # parity now: a scratch report
     for extra in result.extra_artifacts:
         if Path(extra).is_file() and Path(extra) not in sidecars(result):

@@ -363,27 +363,20 @@ def test_a_playerzero_generation_is_cluster_tasks_with_the_results_of_one_proces
     assert {r["state_type"] for n in names for r in after[n]} == {"COMPLETED"}
 
 
-#: a TD grid of two configurations at toy size (othello, study 002's chain)
-TD_BASE = {"rule": "q", "activation": "sigmoid", "selection": "egreedy", "hidden": 4,
-           "learning_rate": 0.2, "random_factor": 0.3}  # fmt: skip
-TD_GRID = {"games": 20, "eval_games": 2, "opponent": "alphabeta:depth=1,results=flat",
-           "seed": 5, "axes": {"hidden": [4, 6]}}  # fmt: skip
-
-
-def _td_reference(root: Path) -> dict[str, dict]:
-    """Each configuration trained and measured in this process (no Prefect, no Dask)."""
-    from models.td_matches import train_and_measure
-    from models.td_sweep import grid_configs, job
-
-    out = {}
-    for name, p in grid_configs(TD_BASE, TD_GRID["axes"]).items():
-        settings = {**p, "games": TD_GRID["games"], "seed": TD_GRID["seed"]}
-        measure = ["random", TD_GRID["opponent"]]
-        entry = train_and_measure(job("othello", settings, root / "td-reference" / name,
-                                      measure, TD_GRID["eval_games"], TD_GRID["seed"]))  # fmt: skip
-        out[entry["label"]] = {"label": entry["label"], "params": entry["params"],
-                               **entry["metrics"]}  # fmt: skip
-    return out
+#: a TD grid of two configurations at toy size (othello, study 002): a td model's sweep
+TD_PARAMS = {
+    "rule": "q",
+    "activation": "sigmoid",
+    "selection": "egreedy",
+    "hidden": 4,
+    "learning_rate": 0.2,
+    "random_factor": 0.3,
+    "games": 20,
+    "seed": 5,
+    "curve_games": 2,
+    "curve_opponents": ["alphabeta:depth=1,results=flat", "random"],
+}
+TD_SWEEP = {"hidden": [4, 6]}  # fmt: skip
 
 
 def _timeless(row: dict) -> dict:
@@ -392,25 +385,39 @@ def _timeless(row: dict) -> dict:
 
 
 def test_td_configurations_are_cluster_tasks_with_the_results_of_one_process(live):
+    """A td model's sweep (the grid the study skipped) through the generic train stage: each
+    configuration a cluster task (models.tracking.train_config) with what one process trains."""
     root, _state_dir, state = live
     from mlflow import MlflowClient
 
-    here = _td_reference(root)
+    from models.td import learn
+    from models.tracking import finite
+
+    here = {}  # each configuration trained and measured in this process (no Prefect, no Dask)
+    for hidden in TD_SWEEP["hidden"]:
+        result = learn(
+            "othello", {**TD_PARAMS, "hidden": hidden}, root / "td-reference" / str(hidden)
+        )
+        here[f"hidden={hidden}"] = (_timeless(result.metrics), result.artifact.read_bytes())
     params = {"games": ["othello"], "workers": 1, "mlflow": {"tracking_uri": "sqlite:///x.db"},
-              "othello": {"spec": "othello", "td": {"base": TD_BASE, "grid": TD_GRID}}}  # fmt: skip
+              "othello": {"spec": "othello", "models": {"td": {
+                  "family": "td", "params": TD_PARAMS, "sweep": TD_SWEEP}}}}  # fmt: skip
     (root / "params-td.yaml").write_text(json.dumps(params))
-    code, _out, err = _run("stage", "td-grid", "othello", "--params", str(root / "params-td.yaml"),
-                           cwd=root, env=_stage_env(state))  # fmt: skip
+    before = {r["id"] for r in _task_runs(state["prefect_api_url"], "train_config")}
+    args = ("stage", "train", "othello", "td", "--params", str(root / "params-td.yaml"))
+    code, _out, err = _run(*args, cwd=root, env=_stage_env(state))
     assert code == 0, err
-    grid = json.loads((root / "td" / "othello" / "grid" / "grid.json").read_text())
-    there = {row["label"]: _timeless(row) for row in grid["ranking"]}
-    assert there == {label: _timeless(row) for label, row in here.items()}
-    runs = _task_runs(state["prefect_api_url"], "kept_job")
+    run = json.loads((root / "trained" / "othello" / "td" / "run.json").read_text())
+    there = {c["label"]: c["metrics"] for c in run["sweep"]}
+    assert there == {label: finite(metrics) for label, (metrics, _) in here.items()}
+    kept = (root / "trained" / "othello" / "td" / "model.onnx").read_bytes()
+    assert kept == here[run["best"]][1]
+    runs = [r for r in _task_runs(state["prefect_api_url"], "train_config")
+            if r["id"] not in before]  # fmt: skip
     assert len(runs) == len(here) and {r["state_type"] for r in runs} == {"COMPLETED"}
     client = MlflowClient(state["mlflow_uri"])
     found = client.search_runs([client.get_experiment_by_name("othello").experiment_id])
-    assert sorted(r.data.tags.get("gridbots.config") for r in found if r.data.tags.get(
-        "mlflow.parentRunId")) == sorted(here)  # fmt: skip
+    assert sorted(r.info.run_name for r in found) == ["hidden=4", "hidden=6", "othello-td-sweep"]
     assert {r.info.status for r in found} == {"FINISHED"}
 
 
@@ -436,6 +443,7 @@ def test_neat_seeds_are_cluster_tasks_with_the_results_of_one_process(live):
               "territory": {"spec": "territory",
                             "models": {"tiny": {"family": "neat", **NEAT_CASE}}}}  # fmt: skip
     (root / "params-neat.yaml").write_text(json.dumps(params))
+    before = {r["id"] for r in _task_runs(state["prefect_api_url"], "train_config")}
     args = ("stage", "train", "territory", "tiny", "--params", str(root / "params-neat.yaml"))
     code, _out, err = _run(*args, cwd=root, env=_stage_env(state))
     assert code == 0, err
@@ -447,7 +455,8 @@ def test_neat_seeds_are_cluster_tasks_with_the_results_of_one_process(live):
         assert config["history"] == {k: [float(r[k]) for r in rows] for k in rows[0]}
     champion = json.loads((trained / "champion.json").read_text())
     assert champion == json.loads(json.dumps(here[run["params"]["seed"]].champion))
-    runs = _task_runs(state["prefect_api_url"], "train_config")
+    runs = [r for r in _task_runs(state["prefect_api_url"], "train_config")
+            if r["id"] not in before]  # fmt: skip
     assert len(runs) == 2 and {r["state_type"] for r in runs} == {"COMPLETED"}
     client = MlflowClient(state["mlflow_uri"])
     found = client.search_runs([client.get_experiment_by_name("territory").experiment_id])

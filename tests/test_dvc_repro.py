@@ -56,16 +56,11 @@ def tiny_profile() -> dict:
         "against-red": {"family": "neat", "case": "against-red", "seeds": [0], "params": tiny_neat}
     }
     params["territory"]["evaluate"] = {"games": 2, "seed": 0, "opening": 2, "baselines": ["random"]}
-    td = params["othello"]["td"]  # the TD chain: two configurations, a handful of games
-    td["study"].update(games=60, matrix_games=2, vary={"rule": ["q", "sarsa"]},
-                       minimax={"opponent": "alphabeta:depth=1", "games": 2})  # fmt: skip
-    td["grid"].update(games=60, eval_games=2, axes={"rule": ["q", "sarsa"]})
-    td["long"].update(games=100, curve_every=100, curve_games=2,
-                      curve_opponents=["alphabeta:depth=1"])  # fmt: skip
-    td["tournament"].update(games=2, opponents=["alphabeta:depth=1"])
-    td["promote"] = {"baseline": "random", "games": 2}
-    # the Othello value chain (issue 14): a depth-2 tree, one count one-hot MLP, one epoch
+    # Othello: study 002 (two configurations), one TD network and one count one-hot MLP (issue
+    # 14), each a handful of games or one epoch, in one tournament and one gate
     othello = params["othello"]
+    othello["study"].update(games=60, matrix_games=2, vary={"rule": ["q", "sarsa"]},
+                            minimax={"opponent": "alphabeta:depth=1", "games": 2})  # fmt: skip
     othello["datasets"] = {"thorough": {"seed": 21, "options": {"x": 2, "y": 1}}}
     othello["validation"] = {"sample": 20, "seed": 0}
     othello["encodings"] = {
@@ -73,8 +68,13 @@ def tiny_profile() -> dict:
     }
     othello["models"] = {
         "value_mlp": {"family": "value-mlp", "encoding": "count_onehot",
-                      "params": {"epochs": 1, "width": 8}, "sweep": {}}
+                      "params": {"epochs": 1, "width": 8}, "sweep": {}},
+        "td": {"family": "td", "sweep": {"rule": ["q", "sarsa"]},
+               "params": {"games": 100, "curve_every": 100, "curve_games": 2,
+                          "curve_opponents": ["alphabeta:depth=1"]}},
     }  # fmt: skip
+    othello["evaluate"] = {"games": 2, "seed": 0, "opening": 4, "baselines": ["alphabeta:depth=1"]}
+    othello["promote"] = {"baseline": "random", "games": 2}
     # the Sokoban chain (issue 14): the smallest level, three planner games, an HMM of every seat
     sokoban = params["sokoban"]
     sokoban["spec"] = "sokoban:level=first"
@@ -229,14 +229,16 @@ def test_repro_killed_resumes_then_does_nothing_then_only_what_changed(repo):
         "## territory" in report
         and (root / "reports" / "pipeline" / "territory" / "README.md").is_file()
     )
-    td_study = json.loads((root / "td" / "othello" / "study" / "study.json").read_text())
+    td_study = json.loads((root / "studies" / "othello" / "study.json").read_text())
     assert set(td_study["matrices"]) == {"rule"} and len(td_study["configs"]) == 2
     assert (root / "evaluation" / "othello" / "games.parquet").is_file()
-    # the Othello value chain: its MLP played in the TD tournament and faced the same gate
+    # Othello's TD network and value MLP: trained by one stage, in one tournament, one gate
     othello = json.loads((root / "evaluation" / "othello" / "summary.json").read_text())
     value_games = [p for p in othello["pairings"] if p["spec_a"] == "value_mlp"]
-    assert [p["spec_b"] for p in value_games] == ["alphabeta:depth=1"]
+    assert [p["spec_b"] for p in value_games] == ["alphabeta:depth=1", "td"]
     assert value_games[0]["games"] == 2
+    td = json.loads((root / "trained" / "othello" / "td" / "run.json").read_text())
+    assert td["family"] == "td" and [c["label"] for c in td["sweep"]] == ["rule=q", "rule=sarsa"]
     promoted = json.loads((root / "promotion" / "othello.json").read_text())["families"]
     assert set(promoted) == {"td", "value-mlp"}
     assert promoted["value-mlp"]["model"] == "othello-value-mlp"

@@ -141,3 +141,21 @@ def test_source_deps_are_exactly_what_the_commands_run():
     for name, stage in spec.items():
         deps = (stage["do"] if "foreach" in stage else stage).get("deps", [])
         assert [d for d in deps if dependencies.is_source(d)] == wanted[name], name
+
+
+@pytest.mark.parametrize("profile", ["params.yaml", "params-full.yaml", "params-study.yaml"])
+def test_a_training_depends_on_the_files_it_reads(profile):
+    """A dataset family reads its encoding, a TD run the network it starts from (`init`): each
+    is a dep of its train stage (DVC templates one list for a foreach, so a game's whole
+    encoded folder stands for its encodings)."""
+    params = yaml.safe_load((ROOT / profile).read_text())
+    for name, stage in stages(params_file=profile).items():
+        if not name.startswith("train-"):
+            continue
+        game, key = name[len("train-") :].split("@")
+        model = params[game]["models"][key]
+        reads = [f"encoded/{game}/{model['encoding']}.npz"] if model.get("encoding") else []
+        reads += [model["params"]["init"]] if (model.get("params") or {}).get("init") else []
+        for path in reads:
+            assert any(path == dep or path.startswith(f"{dep}/") for dep in stage["deps"]), (
+                name, path)  # fmt: skip

@@ -104,7 +104,7 @@ def test_stage_study_honours_its_game(tmp_path, monkeypatch, capsys):
     code = main(["stage", "study", "connect4", "--params", _params(tmp_path, {})])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1
-    assert "no study comparison for connect4; studies exist for: territory" in err[0]
+    assert "no study comparison for connect4; studies exist for: territory, othello" in err[0]
     assert not (tmp_path / "studies").exists()
 
 

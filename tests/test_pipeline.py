@@ -245,9 +245,10 @@ def test_params_errors_name_the_key_and_the_stage(tmp_path, capsys):
             check(full, "generate", game, technique)
         for name in full[game].get("models", {}):
             check(full, "train", game, name)
-        if "td" in full[game]:  # a TD chain (study 002)
-            for stage in ("td-study", "td-grid", "td-long", "td-tournament", "td-promote"):
-                check(full, stage, game)
+    check(full, "study", "othello")  # study 002 (its TD networks are othello.models entries)
+    old = {**full, "othello": {**full["othello"], "td": {"long": {"runs": {}}}}}
+    with pytest.raises(ParamsError, match=r"^othello\.td moved: td\.base and td\.study are "):
+        check(old, "train", "othello", "td")  # a profile from before issue 68: one line
 
 
 def test_serve_registers_the_cycle_with_the_cron_of_params():

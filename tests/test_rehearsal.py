@@ -76,7 +76,7 @@ def test_the_smallest_profile_has_every_stage_of_the_real_one(tmp_path):
             assert all(len(values) == 1 for values in model["sweep"].values())
             assert model["params"].get("epochs", 1) == 1
             assert model["params"].get("generations", 1) == 1
-    assert small["othello"]["td"]["long"]["games"] == 1
+    assert small["othello"]["models"]["td"]["params"]["games"] == 1  # a TD network
     for loop in small["playerzero"].values():
         assert (loop["first"]["games"], loop["selfplay"]["games"], loop["generations"]) == (2, 2, 2)
 

@@ -410,26 +410,32 @@ def test_ntuple_leaf_inside_the_core_matches_its_one_ply_play(othello, ntuple_tr
             assert searched.step(state) == one_ply.step(state)
 
 
-def test_a_killed_sweep_resumes_from_its_finished_configurations(tmp_path, monkeypatch):
-    import models.td_matches
-    from models.td_sweep import job, kept_job
+def test_learn_ranks_by_its_last_curve_score_and_resumes_from_its_work_folder(
+    tmp_path, monkeypatch
+):
+    """TD's learn (models.base's contract, what `stage train GAME KEY` runs): the objective
+    `score` is the last curve point against the first curve opponent, and a rerun on the same
+    work folder finds the finished checkpoint and trains no game again."""
+    import models.td
+    from models.td import OBJECTIVE, learn
 
-    def make(seed: int) -> dict:
-        return job("othello", {"games": 20, "hidden": 4, "seed": seed}, tmp_path / "c", [], 0, 0)
+    params = {"games": 20, "hidden": 4, "curve_games": 2, "curve_opponents": ["random"]}
+    first = learn("othello", params, tmp_path / "out", tmp_path / "work")
+    assert OBJECTIVE == ("score", "max")
+    assert first.metrics["score"] == first.metrics["last_score_vs_random"]
+    assert first.history["curve_games"] == [20.0]
 
-    first = kept_job(make(1))
-    weights = _weights(first["artifact"])
+    def must_not_train(self, games):
+        raise AssertionError("a finished run was trained again")
 
-    def must_not_train(_job):
-        raise AssertionError("a finished configuration was trained again")
-
-    monkeypatch.setattr(models.td_matches, "train_and_measure", must_not_train)
-    again = kept_job(make(1))
-    assert again == first and all(
-        np.array_equal(a, b) for a, b in zip(weights, _weights(again["artifact"]), strict=True)
-    )
-    with pytest.raises(AssertionError, match="trained again"):  # another job is not reused
-        kept_job(make(2))
+    monkeypatch.setattr(models.td.Trainer, "run", must_not_train)
+    again = learn("othello", params, tmp_path / "again", tmp_path / "work")
+    assert again.history == first.history and again.metrics["score"] == first.metrics["score"]
+    assert (tmp_path / "again" / "model.onnx").read_bytes() == first.artifact.read_bytes()
+    monkeypatch.undo()  # trained afresh elsewhere: the same bytes (a forced rerun's output)
+    fresh = learn("othello", params, tmp_path / "fresh", tmp_path / "work-2")
+    assert fresh.artifact.read_bytes() == first.artifact.read_bytes()
+    assert fresh.history == first.history
 
 
 def test_temporal_coherence_scales_each_weight_s_step_by_its_past_agreement(othello, tmp_path):

@@ -1,7 +1,8 @@
 """`gridbots stage NAME …`: the commands dvc.yaml runs, one per stage, each running one flow.
 
 One stage = one command = one Prefect flow in flows/pipeline/stages/NAME.py (the TD chain's
-commands are flows.pipeline.td_commands). The program's entry (flows/entry.py) sends
+old commands, flows.pipeline.td_commands, name the generic ones). The program's entry
+(flows/entry.py) sends
 `gridbots stage …` here, or to the warm stage host, without loading the rest of the command
 line: a stage's DVC deps are the files it runs, and the command line is none of them. Each
 command imports its stage's module only when it runs, so a stage loads its own flow alone.
@@ -32,7 +33,7 @@ from flows.pipeline.td_commands import td_app
 stage_app = typer.Typer(
     help="Pipeline stages (dvc.yaml runs these).", no_args_is_help=True, add_completion=False
 )
-stage_app.add_typer(td_app)  # the TD chain's stages (study 002)
+stage_app.add_typer(td_app)  # the TD chain's old commands (study 002): renamed
 HEARTBEAT_ENV = "PREFECT_FLOWS_HEARTBEAT_FREQUENCY"
 
 
@@ -157,11 +158,12 @@ def neat(
 
 
 @stage_app.command("study")
-def study(game: GAME, params: PARAMS = DEFAULT_PARAMS):
-    """studies/GAME/README.md: the chain's figures beside its study's."""
+def study(game: GAME, params: PARAMS = DEFAULT_PARAMS, dask: DASK = None):
+    """studies/GAME: a study reproduced (territory: study 003's comparison; othello: study
+    002's design, its matrices and minimax match)."""
     from flows.pipeline.stages.study import study_stage
 
-    typer.echo(str(study_stage(ROOT, load("study", game, None, params), game)))
+    typer.echo(str(study_stage(ROOT, load("study", game, None, params), game, dask)))
 
 
 @stage_app.command("playerzero")

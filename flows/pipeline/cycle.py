@@ -54,14 +54,11 @@ def improvement_cycle(root: str = ".") -> dict[str, Any]:
     done = subprocess.run(["dvc", "repro"], cwd=root, capture_output=True, text=True)
     if done.returncode:
         raise StageError(f"dvc repro failed: {(done.stderr or done.stdout).strip()[-2000:]}")
-    from flows.pipeline.stages.td import promote_flow as td_promote_flow
-
     params = load_for("report", path=Path(root) / "params.yaml")
     return {
-        game: (promote_flow if "models" in params[game] else td_promote_flow)(
-            Path(root), params, game
-        )
+        game: promote_flow(Path(root), params, game)
         for game in params["games"]
+        if params[game].get("models")
     }
 
 

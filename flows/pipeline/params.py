@@ -68,54 +68,6 @@ REQUIRED: dict[str, list[tuple[str, tuple[type, ...]]]] = {
     "study": [("{game}.models", (dict,))],  # a study's comparison (territory: study 003)
     # a zoo entry from its chain (pipeline/stages/rebuild.py; params-zoo.yaml)
     "rebuild": [("zoo.{name}", (dict,)), ("zoo.{name}.evidence", (list,))],
-    # ---- the TD chain of study 002 (flows/pipeline/stages/td.py)
-    "td-study": [
-        ("workers", (int,)),
-        ("mlflow.tracking_uri", (str,)),
-        ("{game}.spec", (str,)),
-        ("{game}.td.base", (dict,)),
-        ("{game}.td.study.games", (int,)),
-        ("{game}.td.study.matrix_games", (int,)),
-        ("{game}.td.study.seed", (int,)),
-        ("{game}.td.study.vary", (dict,)),
-        ("{game}.td.study.minimax.opponent", (str,)),
-        ("{game}.td.study.minimax.games", (int,)),
-    ],
-    "td-grid": [
-        ("workers", (int,)),
-        ("mlflow.tracking_uri", (str,)),
-        ("{game}.spec", (str,)),
-        ("{game}.td.base", (dict,)),
-        ("{game}.td.grid.games", (int,)),
-        ("{game}.td.grid.eval_games", (int,)),
-        ("{game}.td.grid.opponent", (str,)),
-        ("{game}.td.grid.seed", (int,)),
-        ("{game}.td.grid.axes", (dict,)),
-    ],
-    "td-long": [
-        ("mlflow.tracking_uri", (str,)),
-        ("{game}.spec", (str,)),
-        ("{game}.td.long.games", (int,)),
-        ("{game}.td.long.seed", (int,)),
-        ("{game}.td.long.curve_every", (int,)),
-        ("{game}.td.long.curve_games", (int,)),
-        ("{game}.td.long.curve_opponents", (list,)),
-    ],
-    "td-tournament": [
-        ("workers", (int,)),
-        ("mlflow.tracking_uri", (str,)),
-        ("{game}.spec", (str,)),
-        ("{game}.td.tournament.games", (int,)),
-        ("{game}.td.tournament.seed", (int,)),
-        ("{game}.td.tournament.opening", (int,)),
-        ("{game}.td.tournament.opponents", (list,)),
-    ],
-    "td-promote": [
-        ("mlflow.tracking_uri", (str,)),
-        ("promote.baseline", (str,)),
-        ("promote.games", (int,)),
-        ("promote.seed", (int,)),
-    ],
     "serve": [("serve.cron", (str,)), ("serve.timezone", (str,)), ("serve.name", (str,))],
     # the PlayerZero loop of one game (pipeline/stages/playerzero.py): params playerzero.<game>
     "playerzero": [
@@ -194,6 +146,7 @@ def check(
     if stage not in REQUIRED:
         raise ParamsError(f"unknown stage {stage!r}; known: {', '.join(REQUIRED)}")
     label = stage_label(stage, game, name)
+    moved(params)
     if game is not None:
         games = params.get("games")
         if not isinstance(games, list) or game not in games:
@@ -210,6 +163,17 @@ def check(
                 f"not {type(value).__name__} ({value!r})"
             )
     return params
+
+
+def moved(params: dict[str, Any]) -> None:
+    """ParamsError naming the new keys when a profile still holds a game's old TD chain."""
+    for game in params.get("games") or []:
+        if isinstance(params.get(game), dict) and "td" in params[game]:
+            raise ParamsError(
+                f"{game}.td moved: td.base and td.study are {game}.study; td.grid and each "
+                f"td.long.runs.NAME a {game}.models entry (family: td; a grid is its sweep); "
+                f"td.tournament is {game}.evaluate, td.promote {game}.promote"
+            )
 
 
 def load_for(
@@ -252,24 +216,23 @@ def scaled_profile(full: dict[str, Any], scale: float, thorough_depth: int,
         if "validation" in chain:
             chain["validation"]["sample"] = _times(chain["validation"]["sample"], 10)
         for model in (chain.get("models") or {}).values():
+            settings = model.get("params") or {}
             if model["family"] == "neat":
-                model["params"]["generations"] = _times(model["params"]["generations"])
+                settings["generations"] = _times(settings["generations"])
+            if model["family"] == "td":  # games, curve points and their games
+                for key in ("games", "curve_every"):
+                    if settings.get(key):
+                        settings[key] = _times(settings[key])
+                if settings.get("curve_games"):
+                    settings["curve_games"] = _even(settings["curve_games"])
+        if chain.get("promote", {}).get("games"):
+            chain["promote"]["games"] = _even(chain["promote"]["games"])
         if "evaluate" in chain:
             chain["evaluate"]["games"] = _even(chain["evaluate"]["games"])
-    td = p["othello"]["td"]
-    td["study"].update(games=_times(td["study"]["games"]),
-                       matrix_games=_even(td["study"]["matrix_games"]))  # fmt: skip
-    td["study"]["minimax"]["games"] = _even(td["study"]["minimax"]["games"])
-    td["grid"].update(games=_times(td["grid"]["games"]),
-                      eval_games=_even(td["grid"]["eval_games"]))  # fmt: skip
-    long = td["long"]
-    long.update(games=_times(long["games"]), curve_every=_times(long["curve_every"]),
-                curve_games=_even(long["curve_games"]))  # fmt: skip
-    for run in long["runs"].values():
-        if "games" in run:
-            run["games"] = _times(run["games"])
-    td["tournament"]["games"] = _even(td["tournament"]["games"])
-    td["promote"]["games"] = _even(td["promote"]["games"])
+    study = p["othello"].get("study")
+    if study:  # study 002 on Othello (flows/pipeline/stages/td.py)
+        study.update(games=_times(study["games"]), matrix_games=_even(study["matrix_games"]))
+        study["minimax"]["games"] = _even(study["minimax"]["games"])
     for loop in p["playerzero"].values():
         loop.update(generations=2, hours=0, workers=1)
         for step in ("first", "selfplay"):

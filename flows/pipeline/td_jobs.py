@@ -1,5 +1,4 @@
-"""Helpers of the TD chain's flows (pipeline/stages/td.py): its jobs run in worker processes
-with a progress bar, earlier stages' outputs read back, the long runs' curve file. The jobs
+"""The TD study's jobs (pipeline/stages/td.py) run in worker processes with a progress bar. The jobs
 themselves (what a configuration is, the work it does) are models.td_sweep's: each a dict of
 plain values with its paths absolute, so that on a cluster (a `mapper`: stage_io.fan_out) it runs
 on any worker sharing the data root and its result comes back as files there plus a small
@@ -7,22 +6,10 @@ dict."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
-from pathlib import Path
 from typing import Any
-
-
-def read_output(root: Path, game: str, part: str, stage: str) -> dict:
-    """A JSON output of an earlier stage of the chain; StageError naming that stage if absent."""
-    from flows.pipeline.stage_io import StageError
-
-    path = Path(root) / "td" / game / part
-    if not path.is_file():
-        raise StageError(f"{path} is missing: run `gridbots stage {stage} {game}` first")
-    return json.loads(path.read_text())
 
 
 def run_jobs(
@@ -36,7 +23,7 @@ def run_jobs(
     (or, given a `mapper`, as its cluster tasks), with a progress bar; results in job order."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    from models.td_matches import train_and_measure
+    from models.td_sweep import train_and_measure
 
     work = work or train_and_measure
     results: list[Any] = [None] * len(jobs)
@@ -63,21 +50,3 @@ def run_jobs(
                     results[futures[future]] = future.result()
                     bar.advance(task_id)
     return [r for r in results if r is not None]
-
-
-def write_curve(path: Path, histories: dict[str, dict[str, list[float]]]) -> None:
-    """The learning curves (scores by training games) as one wide CSV for `dvc plots`."""
-    rows: dict[float, dict[str, float]] = {}
-    columns: list[str] = []
-    for name, history in histories.items():
-        for key in (k for k in history if k.startswith("score_vs_")):
-            column = f"{name}:{key}"
-            columns.append(column)
-            for games, value in zip(history.get("curve_games", []), history[key], strict=False):
-                rows.setdefault(games, {})[column] = value
-    lines = [",".join(["games", *columns])]
-    for games in sorted(rows):
-        cells = [f"{rows[games][c]:.4f}" if c in rows[games] else "" for c in columns]
-        lines.append(",".join([f"{games:.0f}", *cells]))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")

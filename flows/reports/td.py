@@ -181,9 +181,9 @@ def curve_plot(runs: dict[str, dict[str, Any]], path: Path) -> list[str]:
 
 
 def td_section(root: Path, game: str, out: Path) -> list[str]:
-    """Markdown lines (and PNGs written into `out`) for the TD chain of `game`."""
-    folder = Path(root) / "td" / game
-    study_path = folder / "study" / "study.json"
+    """Markdown lines (and PNGs written into `out`) for study 002 on `game` (studies/GAME) and
+    its td models (trained/GAME/*/run.json of family td: a grid as a sweep, long runs)."""
+    study_path = Path(root) / "studies" / game / "study.json"
     if not study_path.is_file():
         return []
     study = json.loads(study_path.read_text())
@@ -220,51 +220,45 @@ def td_section(root: Path, game: str, out: Path) -> list[str]:
             "",
             f"![]({picture})",
         ]
-    grid_path = folder / "grid" / "grid.json"
-    if grid_path.is_file():
-        grid = json.loads(grid_path.read_text())
-        opponent = grid["opponent"]
+    runs = {}
+    for path in sorted((Path(root) / "trained" / game).glob("*/run.json")):
+        run = json.loads(path.read_text())
+        if run.get("family") == "td":
+            runs[path.parent.name] = run
+    for name, run in runs.items():
+        if len(run.get("sweep") or []) < 2:
+            continue
+        ranked = sorted(run["sweep"], key=lambda c: -c["metrics"].get("score", -1.0))
+        opponent = run["params"]["curve_opponents"][0]
         lines += [
             "",
-            "### The full grid",
+            f"### The grid: `{name}`",
             "",
-            f"{grid['configs']} configurations × {grid['games_per_config']:,} games in "
-            f"{grid['seconds'] / 60:.1f} min on {grid['workers']} workers; ranked by the "
-            f"greedy score against `{opponent}`, then against random."
-            + (
-                f" Resumed: {grid['resumed']} configurations came from a killed run, so the time"
-                f" is this run's only; every configuration's own time sums to "
-                f"{grid.get('job_seconds', 0) / 60:.1f} min."
-                if grid.get("resumed")
-                else ""
-            ),
+            f"{len(ranked)} configurations × {run['params']['games']:,} games, ranked by the "
+            f"greedy score against `{opponent}` (its last learning-curve point).",
             "",
-            f"| rank | configuration | vs `{opponent}` | vs random |",
-            "|---:|---|---:|---:|",
+            f"| rank | configuration | vs `{opponent}` |",
+            "|---:|---|---:|",
         ]
-        for rank, row in enumerate(grid["ranking"][:10], start=1):
-            lines.append(
-                f"| {rank} | `{row['label']}` | {row[f'score_vs_{opponent}']:.3f} "
-                f"| {row['score_vs_random']:.3f} |"
-            )
-    index = folder / "long" / "runs.json"
-    if index.is_file():
-        names = json.loads(index.read_text())["runs"]
-        runs = {n: json.loads((folder / "long" / n / "run.json").read_text()) for n in names}
+        for rank, row in enumerate(ranked[:10], start=1):
+            lines.append(f"| {rank} | `{row['label']}` | {row['metrics'].get('score', 0):.3f} |")
+    curves = {}
+    for name, run in runs.items():  # each td model's kept configuration and its curve
+        best = next((c for c in run.get("sweep") or [] if c["label"] == run.get("best")), None)
+        if best and any(k.startswith("score_vs_") for k in best["history"]):
+            curves[name] = best
+    if curves:
         picture = f"{game}-td-curve.png"
-        lines += ["", "### Learning curves of the long runs", ""]
-        for name, run in runs.items():
-            lines.append(
-                f"- `{name}`: `{run['label']}`, {run['metrics'].get('training_games', 0):,.0f} "
-                f"training games in {run['seconds'] / 60:.1f} min, registered as version "
-                f"{run['registered']['version']}"
-            )
-        lines += ["", *curve_plot(runs, out / picture), "", f"![]({picture})"]
+        lines += ["", "### Learning curves of the td models", ""]
+        for name, run in curves.items():
+            games = run["metrics"].get("training_games", 0)
+            lines.append(f"- `{name}`: `{run['label']}`, {games:,.0f} training games")
+        lines += ["", *curve_plot(curves, out / picture), "", f"![]({picture})"]
     return lines + final_lines(Path(root) / "evaluation" / game / "summary.json")
 
 
 def final_lines(path: Path) -> list[str]:
-    """The TD bots against every opponent, the study's one figure beside depth 3."""
+    """The game's bots against every opponent, the study's one figure beside depth 3."""
     if not path.is_file():
         return []
     summary = json.loads(path.read_text())

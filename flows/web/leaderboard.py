@@ -5,8 +5,8 @@ Tournament tables are the ones the pipeline writes (`evaluation/<game>/summary.j
 engine.tournament format: pairings and standings with Wilson intervals and Elo). A table names
 its bots by label; which registry version a label is comes from what the pipeline wrote beside
 it: `exports/<game>/exports.json` (the evaluate stage's bots: name, family) with the version each
-one's training recorded (`metrics/<game>/train-runs/NAME.json`, or its run.json), a TD
-chain's `td/<game>/long/*/run.json` (`td-long-NAME`), `promotion/<game>.json` (each family's
+one's training recorded (`metrics/<game>/train-runs/NAME.json`, or its run.json; every family,
+TD and NEAT too), `promotion/<game>.json` (each family's
 production label) or a label that is a registry spec itself (`registry:NAME/VERSION`,
 `registry:NAME@ALIAS` as the alias stands now).
 """
@@ -192,7 +192,6 @@ def registry_labels(
             )
             if version is not None:
                 labels[entry["name"]] = (model_name(folder, entry["family"]), str(version))
-    labels.update(_td_labels(root, folder))
     promotion = _json(root / "promotion" / f"{folder}.json") or {}
     for info in promotion.get("families", {}).values():
         if info.get("production_label") and info.get("production") is not None:
@@ -224,23 +223,6 @@ def _trained_version(root: Path, game: str, name: str) -> str | None:
         return trained_run(root, game, name).get("version")
     except (OSError, ValueError):
         return None  # trained/ not here (an exports folder copied on its own)
-
-
-def _td_labels(root: Path, game: str) -> dict[str, tuple[str, str]]:
-    """A TD chain's long runs as its tournament labels them (`td-long-NAME`,
-    flows/pipeline/stages/td)."""
-    from flows.pipeline.stage_io import StageError
-    from flows.pipeline.td_jobs import read_output
-    from models.registry import model_name
-
-    labels = {}
-    try:
-        for name in read_output(root, game, "long/runs.json", "td-long")["runs"]:
-            run = read_output(root, game, f"long/{name}/run.json", "td-long")
-            labels[f"td-long-{name}"] = (model_name(game, "td"), str(run["registered"]["version"]))
-    except (StageError, ValueError, KeyError, TypeError):
-        return labels  # no TD chain here (or one being written)
-    return labels
 
 
 def _json(path: Path) -> Any:

@@ -1,4 +1,6 @@
-"""The evaluate stage: the tournament of the exported bots and the baselines; for a puzzle
+"""The evaluate stage: the tournament of the exported bots (and `evaluate.bots`, labelled specs
+such as an exported network inside a search) and the baselines (plus each `evaluate.optional`
+one that can play, a registry bot not registered yet being skipped with why); for a puzzle
 (no opponent) each bot's success rate per level beside the game's reference solver
 (engine.puzzles).
 
@@ -71,15 +73,22 @@ def _evaluate(root: Path, params: dict, game: str) -> dict[str, Any]:
 
     root = Path(root)
     settings = params[game]["evaluate"]
+    spec = params[game]["spec"]
     bots = bot_specs(root, game)
+    extra = {str(k): str(v) for k, v in (settings.get("bots") or {}).items()}
+    bots.update(extra)  # labelled specs beside the exports (an exported network in a search)
     labels = {spec: name for name, spec in bots.items()}
     baselines = [str(b) for b in settings["baselines"]]
+    skipped = []  # `optional` baselines (a bot not registered yet) that cannot play here
+    for candidate in map(str, settings.get("optional") or []):
+        why = unavailable(spec, candidate)
+        baselines += [] if why else [candidate]
+        skipped += [{"spec": candidate, "why": why}] if why else []
     config = {
         "games": int(settings["games"]),
         "seed": int(settings["seed"]),
         "opening": int(settings["opening"]),
     }
-    spec = params[game]["spec"]
     chosen = settings.get("pairings")  # optional: a study's own layout instead of all-vs-all
     pairs = (
         chosen_pairings(chosen, bots, baselines)
@@ -88,7 +97,10 @@ def _evaluate(root: Path, params: dict, game: str) -> dict[str, Any]:
     )
     jobs = [{"game": spec, "a": a, "b": b, **config} for a, b in pairs]
     work = root / "checkpoints" / game / "evaluate"
-    exported = {spec: files_digest(root / "exports" / game / name) for name, spec in bots.items()}
+    exported = {  # an extra bot may play any exported file: the whole folder's digest
+        spec: files_digest(root / "exports" / game / ("" if name in extra else name))
+        for name, spec in bots.items()
+    }
     kept = [work / f"{pairing_digest(job, exported)}.json" for job in jobs]
     missing = [i for i, path in enumerate(kept) if not path.is_file()]
     for i, result in zip(missing, fan_out(play_job, [jobs[i] for i in missing]), strict=True):
@@ -110,6 +122,7 @@ def _evaluate(root: Path, params: dict, game: str) -> dict[str, Any]:
         "baselines": baselines,
         "pairings": summaries,
         "standings": standings([*bots, *baselines], summaries),
+        **({"skipped": skipped} if "optional" in settings else {}),
     }
     with atomic_dir(root / "evaluation" / game) as scratch:
         write_outputs(scratch, rows, summary, root / "metrics" / game / "evaluate-measured.json")
@@ -122,6 +135,19 @@ def _evaluate(root: Path, params: dict, game: str) -> dict[str, Any]:
     log_stage_run(root, params, game, "evaluate", metrics)
     shutil.rmtree(work, ignore_errors=True)
     return summary
+
+
+def unavailable(game_spec: str, spec: str) -> str | None:
+    """Why an agent spec cannot play here (None when it can): an `optional` baseline."""
+    from agents import make
+    from agents.base import AgentError
+    from engine import parse_game_spec
+
+    try:
+        make(spec, parse_game_spec(game_spec), seed=0)
+    except AgentError as error:
+        return str(error)
+    return None
 
 
 def files_digest(folder: Path) -> str:

@@ -34,7 +34,7 @@ def production_version(name: str) -> str | None:
 
 def gate_families(root: Path, game: str, models: dict, gate: dict) -> dict[str, dict]:
     """Per family of the dataset chain's trained `models`, each new candidate faces the gate;
-    family → who is in production (the TD chain's promotion shares it, stages/td.py)."""
+    family → who is in production."""
     from models.registry import model_name
 
     families: dict[str, list[dict]] = {}
@@ -64,7 +64,8 @@ def promote_flow(root: Path, params: dict, game: str) -> dict[str, Any]:
     """Per family, each new candidate faces the gate; records who is in production."""
     use_tracking(params, root)
     root = Path(root)
-    families = gate_families(root, game, params[game]["models"], params["promote"])
+    gate = {**params["promote"], **(params[game].get("promote") or {})}  # GAME.promote: its own
+    families = gate_families(root, game, params[game]["models"], gate)
     result: dict[str, Any] = {"game": game, "families": families}
     write_json(root / "promotion" / f"{game}.json", result)
     metrics = {

@@ -1,5 +1,7 @@
-"""`gridbots stage study GAME`: a chain's figures beside its study's (studies/GAME); study 003's
-comparison exists for territory, any other game gets one line and exit 2."""
+"""`gridbots stage study GAME`: a study's reproduction on GAME (studies/GAME): study 003's
+comparison for territory (our NEAT figures beside the study's), study 002's design and matrices
+for othello (params `othello.study`, flows/pipeline/stages/td.py); any other game gets one line
+and exit 2."""
 
 from __future__ import annotations
 
@@ -9,14 +11,23 @@ from prefect import flow
 
 from flows.pipeline.stage_io import StageError, atomic_dir
 
-#: the games with a study comparison (flows.reports.territory writes study 003's)
-STUDIES = ("territory",)
+#: the games with a study (territory: study 003's comparison; othello: study 002's TD design)
+STUDIES = ("territory", "othello")
 
 
-def study_stage(root: Path, params: dict, game: str) -> Path:
-    """The stage: GAME refused before any flow starts when it has no study comparison."""
+def study_stage(root: Path, params: dict, game: str, dask: str | None = None) -> Path:
+    """The stage: GAME refused before any flow starts when it has no study; othello's
+    configurations on a Dask cluster when given its address."""
     if game not in STUDIES:
         raise StageError(f"no study comparison for {game}; studies exist for: {', '.join(STUDIES)}")
+    if game == "othello":
+        from flows.pipeline.stage_io import run_flow
+        from flows.pipeline.stages.td import study_flow as td_study_flow
+
+        if not isinstance(params[game].get("study"), dict):
+            raise StageError(f"stage study-{game}: key {game}.study is missing")
+        run_flow(td_study_flow, params, dask, root, params, game)
+        return Path(root) / "studies" / game / "study.json"
     return study_flow(root, params, game)
 
 

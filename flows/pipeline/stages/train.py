@@ -14,6 +14,7 @@ MLflow."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,7 @@ def _timeless(values: dict[str, Any]) -> dict[str, Any]:
 @flow(name="train")
 def _train(root: Path, params: dict, game: str, name: str, on_cluster: bool = False) -> dict:
     """A sweep from params.yaml on MLflow; the best run registered; its files kept."""
+    from models.base import family, learns_by_playing
     from models.sweep_state import SWEEP_STATE
     from models.tracking import train
 
@@ -156,21 +158,31 @@ def _train(root: Path, params: dict, game: str, name: str, on_cluster: bool = Fa
     shutil.rmtree(work, ignore_errors=True)
     metrics = {k: float(v) for k, v in best.result.metrics.items()}
     write_json(root / "metrics" / game / f"train-{name}.json", metrics)
-    write_curve(root / "plots" / game / f"{name}.csv", _timeless(best.result.history))
+    history = _timeless(best.result.history)
+    module = family(settings["family"])
+    points = module.curves(history) if learns_by_playing(module) else None
+    write_curve(root / "plots" / game / f"{name}.csv", history, points)
     return {**summary, **ids}
 
 
-def write_curve(path: Path, history: dict[str, list[float]]) -> None:
-    """Per-epoch curves as CSV (dvc plots reads it); one `step` row when there is no curve."""
-    keys = sorted(k for k, v in history.items() if v)
-    steps = max((len(history[k]) for k in keys), default=0)
-    lines = [",".join(["step", *keys])] if keys else ["step,none"]
-    for step in range(steps):
-        row = [str(step + 1)]
-        for key in keys:
-            values = history[key]
-            row.append(f"{values[step]:.6g}" if step < len(values) else "")
-        lines.append(",".join(row))
+def write_curve(
+    path: Path, history: dict[str, list[float]], points: dict[str, list] | None = None
+) -> None:
+    """Per-epoch curves as CSV (dvc plots reads it); one `step` row when there is no curve.
+    `points` (a played family's `curves(history)`: name → (step, value)) puts each value at
+    its own step (a TD curve point every N games, its chunk reports every 1,000)."""
+    if points is None:
+        points = {k: list(enumerate(v, start=1)) for k, v in history.items()}
+    keys = sorted(k for k, v in points.items() if v)
+    rows: dict[float, dict[str, float]] = {}
+    for key in keys:
+        for step, value in points[key]:
+            rows.setdefault(float(step), {})[key] = float(value)
+    names = [re.sub(r"[,=]", "-", key) for key in keys]  # a CSV header of MLflow-like names
+    lines = [",".join(["step", *names])] if keys else ["step,none"]
+    for step in sorted(rows):
+        cells = [f"{rows[step][k]:.6g}" if k in rows[step] else "" for k in keys]
+        lines.append(",".join([f"{step:g}", *cells]))
     if not keys:
         lines.append("1,0")
     path.parent.mkdir(parents=True, exist_ok=True)
