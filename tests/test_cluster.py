@@ -399,9 +399,10 @@ def test_td_configurations_are_cluster_tasks_with_the_results_of_one_process(liv
             "othello", {**TD_PARAMS, "hidden": hidden}, root / "td-reference" / str(hidden)
         )
         here[f"hidden={hidden}"] = (_timeless(result.metrics), result.artifact.read_bytes())
+    fixed = {k: v for k, v in TD_PARAMS.items() if k not in TD_SWEEP}  # the sweep sets hidden
     params = {"games": ["othello"], "workers": 1, "mlflow": {"tracking_uri": "sqlite:///x.db"},
               "othello": {"spec": "othello", "models": {"td": {
-                  "family": "td", "params": TD_PARAMS, "sweep": TD_SWEEP}}}}  # fmt: skip
+                  "family": "td", "sweep": TD_SWEEP, "params": fixed}}}}  # fmt: skip
     (root / "params-td.yaml").write_text(json.dumps(params))
     before = {r["id"] for r in _task_runs(state["prefect_api_url"], "train_config")}
     args = ("stage", "train", "othello", "td", "--params", str(root / "params-td.yaml"))

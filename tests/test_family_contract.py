@@ -120,3 +120,22 @@ def test_runs_and_versions_are_written_by_models_tracking_alone():
         if writes.search(path.read_text())
     }
     assert found == {"models/tracking.py", "models/registry.py"}
+
+
+@pytest.mark.parametrize("profile", ["params.yaml", "params-full.yaml", "params-study.yaml"])
+def test_every_model_of_every_profile_makes_its_configurations(profile):
+    """What `stage train GAME KEY` builds before it trains: the entry (models.training_inputs
+    .model_entry), its sweep's grid and each configuration's parameters (no key both a
+    parameter and a sweep axis, every value of the family's type), for every family."""
+    from flows.pipeline.stages.train import sweep_items
+    from models.training_inputs import coerce, model_entry, sweep_grid
+
+    params = yaml.safe_load((Path(__file__).resolve().parents[1] / profile).read_text())
+    for game in params["games"]:
+        for name, entry in (params[game].get("models") or {}).items():
+            settings = model_entry(game, name, entry)
+            module = family(settings["family"])
+            grid = sweep_grid(sweep_items(settings["sweep"])) if settings["sweep"] else [{}]
+            assert not set(settings["params"]) & set(grid[0]), (game, name)
+            for config in grid:
+                coerce(settings["family"], module.DEFAULTS, {**settings["params"], **config})
