@@ -404,7 +404,7 @@ def test_the_readme_where_and_match_commands_on_the_pipelines_outputs(chain, cap
     match = FIRST_SCREEN[4].replace("--games 20", "--games 2").split()[1:]
     assert main(match) == 0
     out = capsys.readouterr().out
-    assert "registry:connect4-value-mlp@production" in out and "W/D/L" in out
+    assert "registry:connect4-value-mlp/1" in out and "W/D/L" in out
 
 
 def test_the_web_leaderboard_reads_the_chains_tournament(chain):

@@ -25,8 +25,8 @@ FIRST_SCREEN = [
     ".venv/bin/gridbots play connect4",
     ".venv/bin/gridbots where",
     "make ui",
-    ".venv/bin/gridbots match connect4 registry:connect4-value-mlp@production alphabeta:depth=2"
-    " --games 20",
+    # a version, not @production: the gate refuses a demo-scale value MLP that loses to the zoo
+    ".venv/bin/gridbots match connect4 registry:connect4-value-mlp/1 alphabeta:depth=2 --games 20",
     "make test",
 ]
 
