@@ -154,24 +154,24 @@ def stage_work(params: dict, root: Path | None, stage: str) -> float | None:
     """How much work `stage` does under `params` (None: the same at every scale)."""
     head, _, item = stage.partition("@")
     kind, _, game = head.partition("-")
-    td = params["othello"]["td"]
-    if kind == "td":
-        step = game.split("-")[0]
-        return float(td[step]["games"]) if step in ("study", "grid", "long", "tournament",
-                                                    "promote") else None  # fmt: skip
+    if kind == "study" and game == "othello":  # study 002's design: games per configuration
+        return float(params["othello"]["study"]["games"])
     if kind in ("generate", "validate"):
         return _dataset_size(params, root, game, item)
     if kind == "encode":
         return _dataset_size(params, root, game, params[game]["encodings"][item]["dataset"])
     if kind == "train":
-        encoding = params[game]["models"][item]["encoding"]
+        model = params[game]["models"][item]
+        if model["family"] == "neat":  # families that learn by playing: their own count
+            return float(model["params"]["generations"])
+        if model["family"] == "td":
+            return float(model["params"]["games"])
+        encoding = model["encoding"]
         return _dataset_size(params, root, game, params[game]["encodings"][encoding]["dataset"])
     if kind == "evaluate":
         return float(params[game]["evaluate"]["games"])
     if kind == "promote":
         return float(params["promote"]["games"])
-    if kind == "neat":
-        return float(params[game]["models"][item]["params"]["generations"])
     return None
 
 
@@ -188,22 +188,12 @@ def fan_out(full: dict, root: Path, stage: str) -> int:
         technique = dataset.get("technique", item)
         module, parsed = parse_params(spec, technique, dict(dataset["options"]))
         return num_shards(module, spec, parsed)
-    if kind == "train":
-        return math.prod(len(v) for v in full[game]["models"][item].get("sweep", {}).values())
-    if kind == "neat":
-        return len(full[game]["models"][item]["seeds"])
-    if kind == "td":
-        step = game.split("-")[0]
-        td = full["othello"]["td"]
-        if step == "grid":
-            return math.prod(len(v) for v in td["grid"]["axes"].values())
-        if step == "study":
-            return len(json.loads((root / "td/othello/study/study.json").read_text())["configs"])
-        if step == "long":
-            return len(td["long"]["runs"])
-        if step == "tournament":
-            summary = json.loads((root / "evaluation/othello/summary.json").read_text())
-            return len(summary["pairings"])
+    if kind == "train":  # a sweep's configurations (a NEAT case's seeds are a sweep too)
+        model = full[game]["models"][item]
+        seeds = model.get("seeds") if model["family"] == "neat" else None
+        return max(len(seeds or ()), math.prod(len(v) for v in model.get("sweep", {}).values()))
+    if kind == "study" and game == "othello":
+        return len(json.loads((root / "studies/othello/study.json").read_text())["configs"])
     if kind == "evaluate":
         summary = json.loads((root / "evaluation" / game / "summary.json").read_text())
         return len(summary.get("pairings") or summary["levels"])
