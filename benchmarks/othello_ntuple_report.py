@@ -71,7 +71,7 @@ def plot(curves: dict[str, list[dict]], path: Path) -> None:
         ax.grid(alpha=0.3)
     grid[1][0].set_xlabel("training games (millions)")
     grid[1][1].set_xlabel("training CPU hours (one core)")
-    grid[1][0].set_ylabel("vs study 002 minimax depth 3 (100 games, seed 7000)")
+    grid[1][0].set_ylabel("vs study 002 minimax depth 3 (100-200 games, seed 7000)")
     grid[1][0].legend(fontsize=8, loc="lower right")
     for name, rows in curves.items():
         games = [r["games"] / 1e6 for r in rows]
@@ -142,7 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", type=Path, required=True)
     parser.add_argument(
-        "--curve", action="append", default=[], help="LABEL=HISTORY.json of another training run"
+        "--curve",
+        action="append",
+        default=[],
+        help="LABEL=HISTORY.json of another training run; >LABEL[@GAMES]: it started from "
+        "that curve's network (its last point, or the point at GAMES)",
     )
     parser.add_argument("--made", type=Path, required=True, help="JSON: the card's `made`")
     parser.add_argument("--run-every", type=int, default=250_000, help="--run's curve spacing")
@@ -150,6 +154,11 @@ def main(argv: list[str] | None = None) -> int:
         "--start", default="", help="HISTORY[@EVERY] of the run --run's network started from"
     )
     parser.add_argument("--title", default="TD/SARSA, lines and corner blocks, 8 game stages")
+    parser.add_argument("--start-label", default="the run it started from")
+    parser.add_argument("--run-label", default="the zoo network")
+    parser.add_argument(
+        "--curves-only", action="store_true", help="write curve.json and curve.png, not the card"
+    )
     args = parser.parse_args(argv)
     from models.zoo import file_entry, write_card
 
@@ -157,15 +166,21 @@ def main(argv: list[str] | None = None) -> int:
     curves = {}
     after = None
     if args.start:
-        curves["the run it started from"] = read_curve(args.start)
-        after = curves["the run it started from"][-1]
-    curves["the zoo network"] = curve_of(run["history"], args.run_every, after)
-    for item in args.curve:
+        curves[args.start_label] = read_curve(args.start)
+        after = curves[args.start_label][-1]
+    curves[args.run_label] = curve_of(run["history"], args.run_every, after)
+    for item in args.curve:  # LABEL=PATH[>EARLIER[@GAMES]]: continues EARLIER's curve there
         label, path = item.split("=", 1)
-        curves[label] = read_curve(path)
+        path, _, earlier = path.partition(">")
+        name, _, at = earlier.partition("@")
+        rows = curves[name] if name else []
+        start = next(r for r in rows if r["games"] == int(at)) if at else rows[-1] if rows else None
+        curves[label] = read_curve(path, start)
     REPORT.mkdir(parents=True, exist_ok=True)
     (REPORT / "curve.json").write_text(json.dumps(curves, indent=2) + "\n")
     plot(curves, REPORT / "curve.png")
+    if args.curves_only:
+        return 0
 
     evidence = ZOO / "evidence"
     league = json.loads((evidence / "league-4000.json").read_text())
