@@ -2,7 +2,9 @@
 
 Reads the training runs (benchmarks/othello_ntuple.py's run.json and checkpoint histories), the
 shape sweep lines and the evidence JSONs measured on the zoo file (commands on the card), then
-writes reports/othello-ntuple/{curve.json, curve.png} and zoo/othello/td-ntuple/card.{json,md}.
+writes reports/othello-ntuple/{curve.json, curve.png} and, with --card DIR, DIR/card.{json,md}
+(the second session wrote zoo/othello/td-ntuple's card this way; that network now lives in
+reports/othello-ntuple/zoo-5m and the zoo carries another, so no card is written unless named).
 
     .venv/bin/python benchmarks/othello_ntuple_report.py --run data/othello-ntuple/league/run.json \
         --curve "LABEL=data/othello-ntuple/selfplay-rect-2x3.history.json" --made made.json
@@ -15,7 +17,6 @@ import json
 from pathlib import Path
 
 REPORT = Path("reports/othello-ntuple")
-ZOO = Path("zoo/othello/td-ntuple")
 SPEC = "td:model={dir}/model.onnx"
 PUBLISHED = 0.96  # Jaśkowski 2014's best network in the online League: "nearly 96%" (abstract)
 
@@ -157,8 +158,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start-label", default="the run it started from")
     parser.add_argument("--run-label", default="the zoo network")
     parser.add_argument(
-        "--curves-only", action="store_true", help="write curve.json and curve.png, not the card"
+        "--card",
+        type=Path,
+        help="the entry folder whose card.{json,md} to write (its model.onnx"
+        " and evidence/): without it only curve.json and curve.png are written",
     )
+    parser.add_argument("--curves-only", action="store_true", help="(the default; kept)")
     args = parser.parse_args(argv)
     from models.zoo import file_entry, write_card
 
@@ -179,10 +184,11 @@ def main(argv: list[str] | None = None) -> int:
     REPORT.mkdir(parents=True, exist_ok=True)
     (REPORT / "curve.json").write_text(json.dumps(curves, indent=2) + "\n")
     plot(curves, REPORT / "curve.png")
-    if args.curves_only:
+    if args.curves_only or args.card is None:
         return 0
 
-    evidence = ZOO / "evidence"
+    entry = args.card
+    evidence = entry / "evidence"
     league = json.loads((evidence / "league-4000.json").read_text())
     minimax = json.loads((evidence / "vs-minimax-d3.json").read_text())
     search = pooled(sorted(evidence.glob("alphabeta-ms20*.json")))
@@ -236,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     from engine import load_game
 
     params = run["params"]
-    network = read_network(ZOO / "model.onnx", load_game("othello"))[0]
+    network = read_network(entry / "model.onnx", load_game("othello"))[0]
     lut = f"{network.lut.size:,}"
     card = {
         "schema": 1,
@@ -260,8 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     files = [("model.onnx", "n-tuple network (ONNX, float32 tables): what the spec plays")]
     files += [(f"evidence/{p.name}", "evidence") for p in sorted(evidence.glob("*.json"))]
-    card["files"] = [file_entry(ZOO, path, role) for path, role in files]
-    write_card(ZOO, card, str(ZOO))
+    card["files"] = [file_entry(entry, path, role) for path, role in files]
+    write_card(entry, card, str(entry))
     print(json.dumps({"curves": {k: v[-1] if v else None for k, v in curves.items()}}, indent=2))
     return 0
 
