@@ -96,7 +96,7 @@ def chosen_trained(root: Path, params: dict, game: str, key: str) -> dict[str, A
     """What the generic train stage kept as GAME.models.KEY (trained/GAME/KEY: a NEAT case's
     champion, its seeds a sweep; a TD network), timed by its MLflow run (the sweep's parent when
     it has one); `seconds_all` adds the profile's other trainings of GAME, which the chain ran
-    first (Othello's second run starts from the first's network)."""
+    first (a run that starts from another's network counts both)."""
     from flows.pipeline.stage_io import use_tracking
 
     use_tracking(params, root)
@@ -282,7 +282,7 @@ def rebuild_flow(root: Path, params: dict, game: str, name: str, params_file: st
         source = settings["source"]
         if source["stage"] == "playerzero":
             recipe, section = params["playerzero"][source["key"]], f"playerzero.{source['key']}"
-        else:  # every training of the game's chain (Othello's two runs)
+        else:  # every training of the game's chain (a warm start counts its source's too)
             recipe, section = params[game]["models"], f"{game}.models"
         what = {**settings["what"], "file": f"ONNX, {files[0]['bytes']:,} bytes, "
                 f"{onnx_values(target):,} values in its initializers"}  # fmt: skip
