@@ -167,8 +167,9 @@ def check(
 
 def moved(params: dict[str, Any]) -> None:
     """ParamsError naming the new keys when a profile still holds a game's old TD chain."""
-    for game in params.get("games") or []:
-        if isinstance(params.get(game), dict) and "td" in params[game]:
+    games = params.get("games")
+    for game in games if isinstance(games, list) else []:  # a bad `games`: check names it
+        if isinstance(game, str) and isinstance(params.get(game), dict) and "td" in params[game]:
             raise ParamsError(
                 f"{game}.td moved: td.base and td.study are {game}.study; td.grid and each "
                 f"td.long.runs.NAME a {game}.models entry (family: td; a grid is its sweep); "
