@@ -84,7 +84,7 @@ MODULE_SECONDS = {
     # added 2026-12-07, from their authors' runs on a loaded machine (refresh from a cold run)
     "test_mlflow_native.py": 90, "test_dvc_share.py": 80, "test_bundle.py": 55,
     "test_openspiel_bots.py": 45, "test_openspiel_games.py": 30, "test_mlflow_ui_browser.py": 20,
-    "test_zoo_import.py": 50,
+    "test_zoo_import.py": 50, "test_zoo_chains.py": 90, "test_fuzz_inputs.py": 40,
 }  # fmt: skip
 
 
