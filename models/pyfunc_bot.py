@@ -197,6 +197,15 @@ def _package_copy(scratch: Path) -> list[str]:
     return paths
 
 
+def first_decision(game: Any) -> str:
+    """The history of the first position where a player moves: a game that opens with a chance
+    node (tactics deals first) has no move to answer at "", and MLflow checks the example."""
+    state = game.new_initial_state(seed=0)
+    while state.is_chance_node():
+        state.apply_action(max(state.chance_outcomes(), key=lambda outcome: outcome[1])[0])
+    return game.format_moves(state.history())
+
+
 def log_bot(files: list[Path], spec: str, game: str, label: str, input_example: bool = True) -> Any:
     """Logs the bot into the active run as pyfunc model `bot`; its ModelInfo. `files`: the model
     file first, then its sidecars; `spec`: the play spec, `{path}` the model file, `{dir}` its
@@ -219,12 +228,13 @@ def log_bot(files: list[Path], spec: str, game: str, label: str, input_example: 
         from engine import parse_game_spec
         from models.play_spec import resolve
 
-        make(resolve(spec, network / Path(files[0]).name), parse_game_spec(game), seed=0)
+        loaded = parse_game_spec(game)
+        make(resolve(spec, network / Path(files[0]).name), loaded, seed=0)
         example = None
         if input_example:
             import pandas as pd
 
-            example = pd.DataFrame([{"game": game, "history": ""}])
+            example = pd.DataFrame([{"game": game, "history": first_decision(loaded)}])
         # MLflow imports the code copy to check the input example: written bytecode would be
         # logged with it (a `__pycache__` of this interpreter in every version)
         saved, writes_bytecode = list(sys.path), sys.dont_write_bytecode

@@ -258,6 +258,20 @@ def test_the_pyfunc_bot_refuses_bad_positions_with_a_message(stub, monkeypatch):
             bot.predict(pd.DataFrame([row]))
 
 
+def test_the_logged_input_example_is_a_position_with_a_move_to_answer():
+    """MLflow checks a version's input example by predicting it: tactics deals first, so its
+    example is the deal (most likely outcomes), not the empty history (a chance node)."""
+    from models.pyfunc_bot import first_decision
+
+    assert first_decision(load_game("connect4")) == ""
+    tactics = load_game("tactics")
+    history = first_decision(tactics)
+    state = tactics.state_from_history(tactics.parse_moves(history), seed=0)
+    assert history and not state.is_chance_node() and state.legal_actions()
+    opening = tactics.new_initial_state(seed=0)
+    assert opening.is_chance_node()  # the case the example exists for
+
+
 # ---- a really trained HMM from generated, validated games: MLflow's own commands ------------
 CHAIN = [
     ["generate", "connect4", "battle", "--out", "c4-battle", "--games", "40",
