@@ -187,6 +187,23 @@ _LOADED = threading.local()
 LOADED_MAX = 8
 
 
+def model_file(path: str | Path, kind: str = "") -> Path:
+    """The model file a spec names, or AgentError with one line (`kind: ` before it when given).
+    A path under the old TD chain's folders (td/GAME/long|grid|study/…, before issue 68) gets the
+    place its networks are trained to now."""
+    path = Path(path)
+    if path.is_file():
+        return path
+    hint, parts = "", path.parts
+    if len(parts) >= 3 and parts[0] == "td" and parts[2] in ("long", "grid", "study"):
+        game = parts[1]
+        hint = (
+            f" (the TD chain's networks moved: trained/{game}/KEY/model.onnx, KEY an entry"
+            f" of {game}.models of family td such as td-ntuple; study 002's: studies/{game}/)"
+        )
+    raise AgentError(f"{kind + ': ' if kind else ''}model file {path} not found{hint}")
+
+
 def file_identity(*paths: str | Path) -> tuple:
     """(resolved path, then inode, mtime and size of each file or None): a key that changes when
     any of the files is replaced (a new inode: gridbots writes by rename) or rewritten (a new

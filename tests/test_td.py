@@ -272,6 +272,8 @@ def test_bad_input(othello, tmp_path):
         make(f"td:model={tmp_path / 'none.onnx'}", othello)
     with pytest.raises(AgentError, match=r"moved: trained/othello/KEY/model\.onnx"):  # issue 68
         make("td:model=td/othello/long/ntuple/model.onnx", othello)
+    with pytest.raises(AgentError, match=r"moved: trained/othello/KEY/model\.onnx"):  # any agent
+        make("policy:model=td/othello/grid/best.onnx", othello)
     (tmp_path / "junk.onnx").write_bytes(b"not onnx")
     with pytest.raises(AgentError, match="td"):
         make(f"td:model={tmp_path / 'junk.onnx'}", othello)

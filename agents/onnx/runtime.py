@@ -119,11 +119,10 @@ def session(model: str | Path | bytes, threads: int = 0):
 def open_session(path: str | Path, threads: int = 0) -> tuple[Any, dict[str, str]]:
     """(onnxruntime session, metadata_props) of an ONNX file, read once per thread while the file
     stays (agents.base.loaded_once); AgentError when unreadable."""
-    from agents.base import AgentError, file_identity, loaded_once  # numpy and the engine: late
+    # numpy and the engine come late
+    from agents.base import AgentError, file_identity, loaded_once, model_file
 
-    path = Path(path)
-    if not path.is_file():
-        raise AgentError(f"onnx: model file {path} not found")
+    path = model_file(path, "onnx")
 
     def read() -> tuple[Any, dict[str, str]]:
         try:

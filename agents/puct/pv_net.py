@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import AgentError
+from agents.base import AgentError, model_file
 from agents.onnx.runtime import open_session
 from engine.protocol import Game
 
@@ -51,10 +51,7 @@ class PolicyValueNet:
     """Batched (policy, value) of positions given as observation planes and legal masks."""
 
     def __init__(self, game: Game, model: str | Path, threads: int = 0):
-        path = resolve_model(str(model))
-        if not path.is_file():
-            raise AgentError(f"model file {path} not found")
-        self.path = path
+        self.path = path = model_file(resolve_model(str(model)))
         self.session, self.meta = open_session(path, int(threads))  # read once per thread
         kind = self.meta.get("gridbots.kind")
         if kind != KIND:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from agents.analysis import Analysis
-from agents.base import Agent, AgentError, builder, file_identity, loaded_once
+from agents.base import Agent, AgentError, builder, file_identity, loaded_once, model_file
 from agents.guards import lap_filter, parse_guards, turn_filter
 from agents.sequence.codec import (
     decode_one_hot_actions,
@@ -216,9 +216,7 @@ class MeanPredictor(Predictor):
 def load_predictor(path: str | Path, game: Game) -> Predictor:
     """The predictor of a model file, its kind told by the file's content; read once per thread
     (its state is per seat and checked on use, so games may share it)."""
-    path = Path(path)
-    if not path.is_file():
-        raise AgentError(f"seq: model file {path} not found")
+    path = model_file(path, "seq")
     key = (*file_identity(path, crf_sidecar(path)), game.spec())
     return loaded_once("predictor", key, lambda: _read_predictor(path, game))
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.base import Agent, AgentError, builder, option
+from agents.base import Agent, AgentError, builder, model_file, option
 from agents.td.mlp import MLP
 from agents.td.net import SELECTIONS, Workspace, bound, supports, td_move
 from agents.td.ntuple import NTuple
@@ -42,27 +42,12 @@ def network_from_weights(weights: dict[str, np.ndarray], meta: dict[str, str], c
     )
 
 
-def moved_hint(path: Path) -> str:
-    """The old TD chain wrote td/GAME/{long,grid,study}/…; its networks are trained models now
-    (issue 68): a path a user kept from before gets the new place named."""
-    parts = path.parts
-    if len(parts) >= 3 and parts[0] == "td" and parts[2] in ("long", "grid", "study"):
-        game = parts[1]
-        return (
-            f" (the TD chain's networks moved: trained/{game}/KEY/model.onnx, KEY an entry of"
-            f" {game}.models of family td such as td-ntuple; study 002's: studies/{game}/)"
-        )
-    return ""
-
-
 def read_network(path: str | Path, game: Game) -> tuple[Network, dict[str, str]]:
     """(network, metadata) of an exported TD model; AgentError with one clear line otherwise."""
     import onnx
     from onnx import numpy_helper
 
-    path = Path(path)
-    if not path.is_file():
-        raise AgentError(f"td: model file {path} not found{moved_hint(path)}")
+    path = model_file(path, "td")
     try:
         proto = onnx.load(str(path))
     except Exception as problem:  # DecodeError, OSError: not an ONNX file
