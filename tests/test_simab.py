@@ -18,9 +18,12 @@ from engine.protocol import SIMULTANEOUS, TERMINAL
 L, F, R = 0, 1, 2
 
 
-def maxmin(game, state, me: int, depth: int, laps: int = 0, naive: bool = False) -> float:
+def maxmin(game, state, me: int, depth: int, laps: int = 0, naive: bool = False,
+           leaf=None) -> float:  # fmt: skip
     """Brute force: MAX over own actions, MIN over the joint moves of all the others; `naive`
-    scores unfinished leaves zero."""
+    scores unfinished leaves zero, `leaf(state, me)` replaces the game's evaluation."""
+    if leaf is None:
+        leaf = lambda state, me: 0.0 if naive else float(game.evaluate(state.array, me))  # noqa: E731
     if state.current_player() == TERMINAL:
         r = state.returns()[me]
         return r * WIN_SCALE - laps if r > 0 else (r * WIN_SCALE + laps if r < 0 else 0.0)
@@ -29,9 +32,9 @@ def maxmin(game, state, me: int, depth: int, laps: int = 0, naive: bool = False)
         mates = [q for q in range(game.num_players) if q != me and game.teams[q] == game.teams[me]]
         if not any(state.legal_actions(q) for q in mates):
             return -WIN_SCALE + laps
-        return 0.0 if naive else float(game.evaluate(state.array, me))
+        return leaf(state, me)
     if depth == 0:
-        return 0.0 if naive else float(game.evaluate(state.array, me))
+        return leaf(state, me)
     others = [p for p in range(game.num_players) if p != me]
     options = [state.legal_actions(p) or [game.neutral_action] for p in others]
     best = -np.inf
@@ -44,7 +47,7 @@ def maxmin(game, state, me: int, depth: int, laps: int = 0, naive: bool = False)
                 joint[p] = int(b)
             child = state.clone()
             child.apply_actions(joint)
-            worst = min(worst, maxmin(game, child, me, depth - 1, laps + 1, naive))
+            worst = min(worst, maxmin(game, child, me, depth - 1, laps + 1, naive, leaf))
         best = max(best, worst)
     return best
 
@@ -187,6 +190,52 @@ def test_timed_agent_and_errors():
     with pytest.raises(AgentError):
         agents.make("simab:depth=x", g)
     check_game(g, 0, start="random")
+
+
+@pytest.mark.slow
+def test_a_learned_evaluation_runs_inside_the_lap_search(tmp_path):
+    """`eval=onnx:PATH`: a value-mlp trained on Lazerbike's value-planes is the leaf of the
+    simultaneous search, giving brute-force max-min's values with onnxruntime's 2p - 1 at the
+    leaves; a file of another kind, or a missing one, is refused with one line."""
+    from agents.onnx.runtime import open_session
+    from agents.value.features import ValueEncoder
+    from features import encode as enc
+    from features.store import generate_dataset, load_dataset
+    from models import value_mlp
+
+    g = load_game("lazerbike")
+    generate_dataset(tmp_path / "data", "lazerbike", "randomized", {"x": 6, "y": 2}, seed=1)
+    arrays = enc.value_planes(load_dataset(tmp_path / "data", "positions"), g)
+    params = {"layers": 1, "width": 8, "epochs": 1, "holdout": 0.3}
+    model = value_mlp.train(arrays, {"encoding": "value-planes", "game": g.spec()}, params,
+                            tmp_path / "model").artifact  # fmt: skip
+    session, _ = open_session(model)
+    encode = ValueEncoder(g, "value-planes").batch
+
+    def network(state, me):
+        p = session.run(None, {session.get_inputs()[0].name: encode(state.array[None], [me])})[0]
+        return float(np.clip(2 * float(np.ravel(p)[0]) - 1, -1, 1))
+
+    agent = agents.make(f"simab:depth=2,eval=onnx:{model}", g, seed=0)
+    values = []
+    for state in random_positions(g, 3, seed=5):
+        for me in range(2):
+            if not state.legal_actions(me):
+                continue
+            truth = maxmin(g, state, me, 2, leaf=network)
+            out = agent.core.search(state.array, me, 2)
+            assert out.value == pytest.approx(truth, abs=1e-4)
+            values.append(out.value)
+    assert len({round(v, 6) for v in values}) > 1  # the network tells the positions apart
+    learned = f"simab:depth=1,eval=onnx:{model}"
+    result = play_match(g, lambda seed: agents.make(learned, g, seed=seed),
+                        lambda seed: agents.make("random", g, seed=seed), games=2, seed=0,
+                        start="random")  # fmt: skip
+    assert result.wins + result.draws + result.losses == 2
+    with pytest.raises(AgentError, match="not found"):
+        agents.make(f"simab:eval=onnx:{tmp_path / 'none.onnx'}", g)
+    with pytest.raises(AgentError, match="eval="):
+        agents.make("simab:eval=magic", g)
 
 
 def test_space_agent_uses_path_finding():

@@ -1,5 +1,5 @@
 """Simultaneous alpha-beta for n-player simultaneous games: `simab:depth=N` or `simab:ms=T`,
-with `eval=heuristic` (default) or `eval=naive`.
+with `eval=heuristic` (default), `eval=naive` or `eval=onnx:PATH`.
 
 After the original engine's controller: the seated player's node is MAX over its own actions;
 its child MIN node enumerates the joint actions of every other player (team-mates included,
@@ -12,6 +12,9 @@ can act). Leaves use the game's `evaluate(s, player)` heuristic (zero for a game
 `eval=naive` scores every unfinished leaf zero, so only wins and losses within the horizon count:
 study 000's Lazerbike opponent ("a naive function which rewards in the case of a victory and
 punish in the case of a defeat", its §4.4), the fair yardstick for its Table 15.
+`eval=onnx:PATH`: a value-mlp over the game's planes (value-planes encoding) run inside the loop
+(agents.value.leaf, the core's NETWORK leaf: a simultaneous search cannot pause for batches), so
+a learned evaluation replaces the heuristic; a file the loop cannot run is refused.
 `ms=T` deepens one lap at a time within the budget, as alphabeta does.
 """
 
@@ -31,15 +34,35 @@ from agents.search.core import (  # noqa: F401 (WIN_SCALE re-exported)
 from engine.protocol import SIMULTANEOUS, Game, State
 
 MAX_DEPTH = 64
-#: the leaf evaluations `eval=` names: the game's heuristic, or zero (results only)
-EVALUATIONS = ("heuristic", "naive")
+#: the leaf evaluations `eval=` names: the game's heuristic, zero (results only), a value network
+EVALUATIONS = ("heuristic", "naive", "onnx:PATH")
 
 
 def leaf_kernel(evaluation: str):
     """The evaluation kernel `eval=` names (None: the game's own heuristic)."""
-    if evaluation not in EVALUATIONS:
-        raise AgentError(f"simab: eval={evaluation!r}; expected {' or '.join(EVALUATIONS)}")
+    if evaluation not in EVALUATIONS[:2]:
+        raise AgentError(f"simab: eval={evaluation!r}; expected {', '.join(EVALUATIONS)}")
     return zero_evaluate if evaluation == "naive" else None
+
+
+def network_leaf(game: Game, path: str) -> tuple:
+    """(compiled leaf, packed weights) of a value-mlp over `game`'s planes for the NETWORK leaf;
+    AgentError where the file is not such a network of this game or the loop cannot run it."""
+    from agents.base import model_file
+    from agents.onnx.runtime import open_session
+    from agents.value.leaf import leaf
+
+    found = model_file(path, "simab")
+    _, meta = open_session(found)
+    if meta.get("gridbots.kind") != "value" or meta.get("gridbots.encoding") != "value-planes":
+        raise AgentError(f"simab: {path} is not a value network over observation planes")
+    trained = meta.get("gridbots.game", "")
+    if trained and trained != game.spec():
+        raise AgentError(f"simab: {path} was trained for {trained}, not {game.spec()}")
+    in_loop = leaf(game, found)
+    if in_loop is None:
+        raise AgentError(f"simab: {path} is not a dense chain the search loop can run")
+    return in_loop
 
 
 def search(game: Game, s: np.ndarray, player: int, depth: int, prune: bool = True,
@@ -61,7 +84,13 @@ class SimABAgent(Agent):
         super().__init__(game, spec, seed)
         self.depth = option(options, "depth", int, 0)
         self.ms = option(options, "ms", float, 0.0)
-        heuristic = leaf_kernel(options.pop("eval", "heuristic"))
+        evaluation = options.pop("eval", "heuristic")
+        network, weights, leaf = None, None, "heuristic"
+        if evaluation.startswith("onnx:"):
+            network, weights = network_leaf(game, evaluation[len("onnx:") :])
+            heuristic, leaf = None, "network"
+        else:
+            heuristic = leaf_kernel(evaluation)
         if options:
             raise AgentError(f"simab: unknown option(s) {sorted(options)}; known: depth, ms, eval")
         if self.depth < 0 or self.ms < 0 or self.depth > MAX_DEPTH:
@@ -71,8 +100,8 @@ class SimABAgent(Agent):
         if not self.depth and not self.ms:
             self.depth = 3
         bits = min(18, table_size(game.num_actions**game.num_players, 0 if self.ms else self.depth))
-        self.core = AlphaBeta(game, "heuristic", table_bits=bits, heuristic=heuristic,
-                              max_depth=self.depth or MAX_DEPTH)  # fmt: skip
+        self.core = AlphaBeta(game, leaf, table_bits=bits, heuristic=heuristic, network=network,
+                              weights=weights, max_depth=self.depth or MAX_DEPTH)  # fmt: skip
         self.last: tuple[float, int, int] | None = None  # value, action, depth reached
 
     def step(self, state: State, player: int | None = None) -> int:
