@@ -161,12 +161,23 @@ class Game:
     #: (1, 1): 64 squares and the pass; tactics (30, 0)); policy networks then use a per-cell
     #: head. None: a flat action list (Connect 4's columns)
     action_cells: ClassVar[tuple[int, int] | None] = None
+    #: `exact_solver()` makes the game's own exact solver (Connect 4's), whose
+    #: `best(s, ms) -> (action, result, plies) | None` is an optimal move of ongoing position `s`
+    #: for the player to move, its result (1 won, 0 drawn, -1 lost) and the plies to the end with
+    #: best play (0 for a draw), or None when `ms` milliseconds were not enough; search agents'
+    #: `exact=` use it before their own complete alpha-beta (agents.search.core.Prover)
+    exact_solver: ClassVar[Callable[[], Any] | None] = None
     #: the same game in OpenSpiel (same action ids and rules), for the `openspiel:` peer agents
     openspiel_name: ClassVar[str | None] = None
     #: parameters accepted by the constructor, with defaults (OpenSpiel's game parameters)
     default_params: ClassVar[dict[str, Any]] = {}
     #: the fewest and most players any parameters give (OpenSpiel's min/max_num_players)
     player_counts: ClassVar[tuple[int, int]] = (2, 2)
+
+    def variants(self) -> list[str]:
+        """Game specs of the variants the game ships (a puzzle's levels): what "every shipped
+        level" means to an evaluation or a training across levels; [] when it ships none."""
+        return []
 
     def seeded_start(self, **scenario: Any) -> bool:
         """Whether `new_initial_state`'s seed changes the game (a random line-up, a scripted

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from engine.games.connect4.solver import Connect4Solver, parse_line, solve_lines
+from engine.games.connect4.solver import Connect4Solver, ExactSolver, parse_line, solve_lines
 from engine.protocol import GameError
 
 NO_MOVE = -99
@@ -193,3 +193,74 @@ def test_solve_lines_stream():
     assert solve_lines(["121212\n", "44553"], analyze=False, out=out, err=err) == 0
     assert out.getvalue() == "121212 18\n44553 -18\n"
     assert err.getvalue() == ""
+
+
+def optimal_line_plies(moves: list[int]) -> int:
+    """Plies until the game ends when both sides keep playing the brute-force referee's best
+    move (ref_wins sees the end)."""
+    line = list(moves)
+    while True:
+        _, scores = reference(line)
+        column = max((c for c, v in enumerate(scores) if v is not None), key=lambda c: scores[c])
+        line.append(column)
+        board = np.full((7, 6), -1, dtype=np.int64)
+        heights = np.zeros(7, dtype=np.int64)
+        for ply, c in enumerate(line):
+            board[c, heights[c]] = ply % 2
+            heights[c] += 1
+        if ref_wins(board, column, heights[column] - 1, (len(line) - 1) % 2) or len(line) == 42:
+            return len(line) - len(moves)
+
+
+def state_of(moves: list[int]) -> np.ndarray:
+    from engine import parse_game_spec
+
+    return parse_game_spec("connect4").state_from_history(moves).array
+
+
+def test_exact_solver_by_hand():
+    """`best` (the game's `exact_solver`): its move, result and plies on hand-worked lines."""
+    exact = ExactSolver()
+    # 121212: X to move holds three in column 1 and wins there at once: 1 ply
+    assert exact.best(state_of(parse_line("121212")), 1000.0) == (0, 1, 1)
+    # 44553: O to move; whatever it plays X's 4th stone wins next: lost in 2 plies (O's, X's)
+    column, result, plies = exact.best(state_of(parse_line("44553")), 1000.0)
+    assert (result, plies) == (-1, 2) and 0 <= column < 7
+
+
+def test_exact_solver_moves_are_optimal_against_brute_force():
+    """20 random endgames (30-35 stones): the move scores the referee's best score, the result
+    is its sign, and the plies are those of the referee's own best line played out."""
+    rng = np.random.default_rng(66)
+    exact = ExactSolver()
+    results = set()
+    for _ in range(20):
+        moves = random_history(rng, int(rng.integers(30, 36)))
+        best, scores = reference(moves)
+        column, result, plies = exact.best(state_of(moves), 60_000.0)
+        assert scores[column] == best, (moves, column, scores)
+        assert result == int(np.sign(best)), (moves, result, best)
+        assert plies == (optimal_line_plies(moves) if best else 0), (moves, plies)
+        results.add(result)
+    assert {-1, 1} <= results
+
+
+def test_exact_solver_in_slices_and_out_of_time():
+    """Cut into slices of 64 nodes, middle games (18-22 stones) still get a move of the best
+    score (the solver's own analysis), and the table the cut searches left behind still gives
+    every exact score; with no time at all the empty board gets no answer."""
+    rng = np.random.default_rng(5)
+    exact = ExactSolver()
+    exact.CHUNK = 64
+    assert exact.best(state_of([]), 0.0) is None
+    checked = 0
+    while checked < 6:
+        moves = random_history(rng, int(rng.integers(18, 23)))
+        truth = Connect4Solver().analyze(moves)
+        best = max(v for v in truth if v is not None)
+        if best == (43 - len(moves)) // 2:
+            continue  # a win at once needs no search
+        checked += 1
+        column, result, _ = exact.best(state_of(moves), 60_000.0)
+        assert truth[column] == best and result == int(np.sign(best)), (moves, column, truth)
+        assert exact.solver.analyze(moves) == truth  # the sliced table's bounds are true ones

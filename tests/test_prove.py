@@ -94,7 +94,7 @@ def test_bad_exact_settings_are_one_clear_error(tmp_path, game, spec, words):
 
 
 def test_the_prover_tries_only_near_the_end_once_an_attempt_failed():
-    prover = Prover(GAME, ms=5.0)
+    prover = Prover(GAME, ms=5.0, own_solver=False)  # the alpha-beta, not Connect 4's solver
     start = GAME.new_initial_state()
     assert prover.attempt(start.array, start.current_player()) is None  # failed: calibrated
     assert 1 <= prover.reached < 42
@@ -110,3 +110,32 @@ def test_the_prover_tries_only_near_the_end_once_an_attempt_failed():
     prover.core.search, prover.ms = search, GENEROUS_MS  # the gate, not the clock, decides
     late = GAME.state_from_history(endgames(1, 38, seed=6)[0])  # 4 plies left at most
     assert prover.attempt(late.array, late.current_player()) is not None
+
+
+def test_with_the_games_own_solver_puct_plays_optimal_moves(solver, tmp_path):
+    """Connect 4 has its own exact solver (`Game.exact_solver`): `exact=` then plays a move of
+    the best exact score (the quickest win, the slowest loss, not just one that keeps the
+    result) on 24-30-stone positions where some move keeps the result with a worse score; its
+    analysis gives the result and the plies to the end that the score implies."""
+    net = write_uniform_network(GAME, tmp_path / "uniform.onnx")
+    agent = make(f"puct:model={net},sims=1,exact={GENEROUS_MS}", GAME, seed=0)
+    assert agent.prover.solver is not None and agent.prover.core is None
+    tried = 0
+    for moves in endgames(30, 24, seed=7) + endgames(30, 30, seed=8):
+        scores = solver.analyze(moves)
+        legal = [s for s in scores if s is not None]
+        best = max(legal)
+        if best == (43 - len(moves)) // 2 or not any(
+            s != best and np.sign(s) == np.sign(best) for s in legal
+        ):
+            continue  # a win at once, or no slower win / quicker loss to fall for
+        tried += 1
+        state = GAME.state_from_history(moves)
+        assert scores[agent.step(state)] == best, (moves, scores)
+        analysis = agent.analyse(state)
+        assert scores[analysis.move] == best and analysis.value == np.sign(best)
+        if best:  # a win scoring 22 - k ends with the winner's k-th stone
+            k, n = 22 - abs(best), len(moves)
+            plies = 2 * (k - n // 2) - 1 if best > 0 else 2 * (k - (n - n // 2))
+            assert abs(analysis.ends[analysis.move]) == plies, (moves, analysis.ends)
+    assert tried >= 5

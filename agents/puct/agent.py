@@ -9,7 +9,10 @@ network's M most probable moves, agents.puct.gumbel, for small budgets (`gumbel_
 unvisited move's value completed by the paper's v_mix, not its siblings' mean); `exact=T` first
 spends up to T ms on a complete alpha-beta search once the end looks near
 (agents.search.core.Prover) and plays a result it proves, as Othello programs solve their
-endgames (`step`, not `plan`); `nodes=` sizes the tree, `threads=` caps onnxruntime's threads)
+endgames (`step`, not `plan`); in a game with its own exact solver (`Game.exact_solver`,
+Connect 4's) it asks that solver instead, at every move, and plays the optimal move it finds
+within T ms (the quickest win, the slowest loss); `nodes=` sizes the tree, `threads=` caps
+onnxruntime's threads)
 searches with the tree of agents.puct.tree: each round walks the tree `batch` times (virtual
 loss keeps the walks apart), evaluates the leaves in one onnxruntime call and backs them up.
 The tree is kept between moves: the next search starts from the subtree of the moves actually

@@ -6,6 +6,7 @@ guarantee that one fixed-depth search is plain minimax) are described in agents.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -260,25 +261,41 @@ class Prover:
     attempt is made only when the estimate lies within `slack` plies of the depth the last
     attempt that failed completed (until one fails, every move tries: a proof found early, a
     forced win, says nothing of how deep the time allows). A sampling search (PUCT, MCTS)
-    misplays endgames that a complete search of a few thousand nodes settles."""
+    misplays endgames that a complete search of a few thousand nodes settles.
+
+    A game with its own exact solver (`Game.exact_solver`, Connect 4's) is asked instead, at
+    every move: it stops at `ms` itself, and where it finishes it gives an optimal move (the
+    quickest win, the slowest loss), which the complete alpha-beta gives only for won or lost
+    positions it proves. `own_solver=False` keeps the alpha-beta for such a game too."""
 
     PLAYOUTS = 8
 
-    def __init__(self, game: Game, ms: float, slack: int = 4, seed: int = 0):
+    def __init__(self, game: Game, ms: float, slack: int = 4, seed: int = 0,
+                 own_solver: bool = True):  # fmt: skip
         if game.has_chance or game.simultaneous:
             raise ValueError("a complete search needs a turn-based game without chance nodes")
         self.game, self.ms, self.slack = game, float(ms), int(slack)
-        self.core = AlphaBeta(game, "heuristic", table_bits=20, seed=seed)
         self.rng = new_rng(seed)
         self.reached = -1  # depth the last failed attempt completed (-1: none failed yet)
-        start = game.new_initial_state(seed=0)
-        self.core.search(start.array, start.current_player(), 1)  # compile now, not in play
+        self.solver = game.exact_solver() if own_solver and game.exact_solver else None
+        self.core = None
+        if self.solver is None:
+            self.core = AlphaBeta(game, "heuristic", table_bits=20, seed=seed)
+            start = game.new_initial_state(seed=0)
+            self.core.search(start.array, start.current_player(), 1)  # compile now, not in play
 
     def horizon(self, s: np.ndarray) -> int:
         """The longest of `PLAYOUTS` random games from `s`."""
         return max(play_random_games(self.game, s, 1, self.rng)[0] for _ in range(self.PLAYOUTS))
 
     def attempt(self, s: np.ndarray, q: int) -> Outcome | None:
+        if self.solver is not None:
+            found = self.solver.best(s, self.ms)
+            if found is None:
+                return None
+            move, result, plies = found
+            value = math.copysign(WIN_SCALE - plies, result) if result else 0.0
+            return Outcome(value, int(move), int(plies), 0, 0, False)
         if self.reached >= 0 and self.horizon(s) > self.reached + self.slack:
             return None
         proven, reached = prove(self.core, s, q, self.ms)

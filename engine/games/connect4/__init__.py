@@ -1,7 +1,7 @@
 """Connect 4 on a 7x6 board with bitboards.
 
-Bit layout: column c owns bits 7c … 7c+5 (bottom to top) and a sentinel bit 7c+6, so a move is
-`mask + bottom(c)` and four in a row is four shifted ANDs. State array:
+Bit layout (board.py): column c owns bits 7c … 7c+5 (bottom to top) and a sentinel bit 7c+6,
+so a move is `mask + bottom(c)` and four in a row is four shifted ANDs. State array:
   s[0] stones of the side to move   s[1] all stones   s[2] moves played
   s[3] status: -1 ongoing, 0/1 winner, 2 draw
 """
@@ -13,45 +13,19 @@ from typing import Any, ClassVar
 import numpy as np
 from numba import njit
 
-from engine.bits import popcount
 from engine.kernel_cache import stamp_package
-from engine.protocol import CHANCE, TERMINAL, Game, GameError, KernelSet
-from engine.registry import register
 
 stamp_package(__path__[0])  # the rules and the solver's kernels: one cache stamp for both
 
-WIDTH, HEIGHT = 7, 6
-STRIDE = HEIGHT + 1
-CELLS = WIDTH * HEIGHT
+from engine.bits import popcount  # noqa: E402
+from engine.games.connect4.board import CELLS, HEIGHT, STRIDE, WIDTH, bottom, is_four, top  # noqa: E402
+from engine.games.connect4.solver import ExactSolver  # noqa: E402
+from engine.protocol import CHANCE, TERMINAL, Game, GameError, KernelSet  # noqa: E402
+from engine.registry import register  # noqa: E402
+
 ONGOING, DRAW = -1, 2
 POSITION, MASK, MOVES, STATUS = 0, 1, 2, 3
 NEUTRAL = -1
-
-
-@njit(cache=True, inline="always")
-def bottom(c):
-    return np.int64(1) << (c * STRIDE)
-
-
-@njit(cache=True, inline="always")
-def top(c):
-    return np.int64(1) << (HEIGHT - 1 + c * STRIDE)
-
-
-@njit(cache=True, inline="always")
-def is_four(p):
-    """True when bitboard p holds four aligned stones (vertical, horizontal, two diagonals)."""
-    m = p & (p >> 1)
-    if m & (m >> 2):
-        return True
-    m = p & (p >> STRIDE)
-    if m & (m >> (2 * STRIDE)):
-        return True
-    m = p & (p >> (STRIDE - 1))
-    if m & (m >> (2 * (STRIDE - 1))):
-        return True
-    m = p & (p >> (STRIDE + 1))
-    return (m & (m >> (2 * (STRIDE + 1)))) != 0
 
 
 @njit(cache=True)
@@ -190,6 +164,7 @@ class Connect4(Game):
     kind = "duel"
     neutral_action = NEUTRAL
     evaluate = staticmethod(evaluate)  # numba dispatchers bind as methods otherwise
+    exact_solver = ExactSolver  # the solver's optimal move within a time budget (`exact=`)
     default_opponent = "alphabeta:ms=1000"
     grid_style: ClassVar[dict[str, Any]] = {
         "cell": "round", "background": "#234", "empty": "#f4f6f8",

@@ -20,6 +20,7 @@ notation of the CLI (one digit 1-7 per move).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import TextIO
 
@@ -27,7 +28,7 @@ import numpy as np
 from numba import njit
 
 from engine.bits import popcount
-from engine.games.connect4 import CELLS, HEIGHT, STRIDE, WIDTH, is_four
+from engine.games.connect4.board import CELLS, HEIGHT, STRIDE, WIDTH, is_four
 from engine.protocol import GameError
 
 TABLE_SIZE = 8388617  # a prime just above 2**23: slot = key % TABLE_SIZE
@@ -37,6 +38,7 @@ BOTTOM_MASK = sum(1 << (STRIDE * c) for c in range(WIDTH))
 BOARD_MASK = BOTTOM_MASK * ((1 << HEIGHT) - 1)
 LOWER_CODE, UPPER_CODE = 96, 32  # entry = key << 8 | (bound + code); 0 means empty
 SCRATCH_STRIDE = 16  # work[0] counts nodes; then per depth 8 move slots and 8 score slots
+NO_LIMIT = np.int64(2**62)  # a node limit no search reaches
 
 
 @njit(cache=True, inline="always")
@@ -72,9 +74,13 @@ def _possible(mask):
 
 
 @njit(cache=True)
-def negamax(cur, mask, moves, alpha, beta, table, work):
-    """Score within [alpha, beta] (fail-hard) of a position whose mover cannot win at once."""
+def negamax(cur, mask, moves, alpha, beta, table, work, limit):
+    """Score within [alpha, beta] (fail-hard) of a position whose mover cannot win at once.
+    Once `work[0]` (the nodes counted) passes `limit` every frame returns at once, storing
+    nothing: the caller sees the abort in `work[0] > limit`, and the table holds true bounds."""
     work[0] += 1
+    if work[0] > limit:
+        return 0
     possible = _possible(mask)
     opp_win = winning_cells(cur ^ mask, mask)
     forced = possible & opp_win
@@ -127,7 +133,9 @@ def negamax(cur, mask, moves, alpha, beta, table, work):
             n += 1
     for i in range(n):
         mv = work[base + i]
-        score = -negamax(cur ^ mask, mask | mv, moves + 1, -beta, -alpha, table, work)
+        score = -negamax(cur ^ mask, mask | mv, moves + 1, -beta, -alpha, table, work, limit)
+        if work[0] > limit:
+            return 0
         if score >= beta:
             table[idx] = (key << 8) | (score + LOWER_CODE)
             return score
@@ -138,8 +146,9 @@ def negamax(cur, mask, moves, alpha, beta, table, work):
 
 
 @njit(cache=True)
-def solve_position(cur, mask, moves, table, work):
-    """Exact score by binary search on null windows, probing the half nearer 0 first."""
+def solve_position(cur, mask, moves, table, work, limit):
+    """Exact score by binary search on null windows, probing the half nearer 0 first (0 and
+    `work[0] > limit` when the node limit cut it short)."""
     if moves >= CELLS:
         return 0
     if (winning_cells(cur, mask) & _possible(mask)) != 0:
@@ -152,7 +161,9 @@ def solve_position(cur, mask, moves, table, work):
             med = -((-lo) // 2)
         elif med >= 0 and hi // 2 > med:
             med = hi // 2
-        r = negamax(cur, mask, moves, med, med + 1, table, work)
+        r = negamax(cur, mask, moves, med, med + 1, table, work, limit)
+        if work[0] > limit:
+            return 0
         if r <= med:
             hi = r
         else:
@@ -171,7 +182,40 @@ def analyze_position(cur, mask, moves, table, work, out):
         if (winning_cells(cur, mask) & mv) != 0:
             out[c] = (CELLS + 1 - moves) // 2
         else:
-            out[c] = -solve_position(cur ^ mask, mask | mv, moves + 1, table, work)
+            out[c] = -solve_position(cur ^ mask, mask | mv, moves + 1, table, work, NO_LIMIT)
+
+
+@njit(cache=True)
+def best_move(cur, mask, moves, table, work, limit):
+    """(column, exact score) of an optimal move for the side to move, the most central among
+    equals; column -1 when the node limit cut the search short. The position's score first,
+    then each column in centre-first order until one is proven to reach it with one null
+    window (the table makes the second pass cheap)."""
+    possible = _possible(mask)
+    win = winning_cells(cur, mask) & possible
+    for i in range(WIDTH):  # an immediate win is the best score there is
+        if (win & _column_mask(ORDER[i])) != 0:
+            return ORDER[i], (CELLS + 1 - moves) // 2
+    best = solve_position(cur, mask, moves, table, work, limit)
+    if work[0] > limit:
+        return -1, 0
+    for i in range(WIDTH):
+        mv = possible & _column_mask(ORDER[i])
+        if mv == 0:
+            continue
+        child_cur, child_mask = cur ^ mask, mask | mv
+        if moves + 1 >= CELLS:
+            score = 0
+        elif (winning_cells(child_cur, child_mask) & _possible(child_mask)) != 0:
+            score = -((CELLS - moves) // 2)  # the opponent wins at once
+        else:  # does this column reach `best`? a null window at -best says so
+            r = negamax(child_cur, child_mask, moves + 1, -best, -best + 1, table, work, limit)
+            if work[0] > limit:
+                return -1, 0
+            score = best if r <= -best else best - 1
+        if score >= best:
+            return ORDER[i], best
+    return -1, 0  # not reached: some column always reaches the position's score
 
 
 def position(moves: Iterable[int]) -> tuple[int, int, int]:
@@ -219,7 +263,7 @@ class Connect4Solver:
     def solve(self, moves: Iterable[int]) -> int:
         """Exact score for the side to move after `moves` (0-based columns)."""
         cur, mask, n = position(moves)
-        args = (self.table, self.work)
+        args = (self.table, self.work, NO_LIMIT)
         return int(solve_position(np.int64(cur), np.int64(mask), np.int64(n), *args))
 
     def analyze(self, moves: Iterable[int]) -> list[int | None]:
@@ -235,6 +279,52 @@ class Connect4Solver:
         scores = self.analyze(list(moves))
         playable = [c for c in ORDER.tolist() if scores[c] is not None]
         return max(playable, key=lambda c: scores[c])  # max keeps the first (central) of ties
+
+
+class ExactSolver:
+    """Connect 4's `Game.exact_solver` (engine.protocol): an optimal move of a state array
+    within a time budget, for a search agent's `exact=` (agents.search.core.Prover). numba
+    cannot read a clock, so the search runs in slices of nodes and the clock is read between
+    them. A slice cut short leaves true bounds in the table, so the next one goes on from them;
+    it still walks again from the root to where the last stopped, so each slice may double the
+    last (short slices would spend themselves on that walk), up to what the time left allows
+    at the speed the slices so far ran. The table lives as long as the solver."""
+
+    CHUNK = 2048  # nodes of the first slice (about half a millisecond)
+
+    def __init__(self) -> None:
+        self.solver = Connect4Solver()
+        table, work, zero = self.solver.table, self.solver.work, np.int64(0)
+        best_move(zero, zero, zero, table, work, work[0] + 1)  # compiled now, not in play
+
+    def best(self, s: np.ndarray, ms: float) -> tuple[int, int, int] | None:
+        """(column, result for the side to move: 1 won / 0 drawn / -1 lost, plies to the end
+        with best play, 0 for a draw) of an ongoing position `s` (the rules' state array), or
+        None when `ms` milliseconds were not enough."""
+        cur, mask, moves = np.int64(s[0]), np.int64(s[1]), np.int64(s[2])
+        table, work = self.solver.table, self.solver.work
+        started = time.perf_counter()
+        deadline, chunk, before = started + ms / 1000.0, self.CHUNK, work[0]
+        while True:
+            column, score = best_move(cur, mask, moves, table, work, work[0] + chunk)
+            if column >= 0:
+                return int(column), *result_plies(int(score), int(moves))
+            now = time.perf_counter()
+            if now >= deadline:
+                return None
+            speed = (work[0] - before) / max(now - started, 1e-9)  # nodes a second so far
+            chunk = int(max(self.CHUNK, min(2 * chunk, speed * (deadline - now))))
+
+
+def result_plies(score: int, moves: int) -> tuple[int, int]:
+    """(1 / 0 / -1, plies to the end) of a solver score for the side to move after `moves`
+    stones: a win scoring 22 - k ends with the winner's k-th stone."""
+    if score == 0:
+        return 0, 0
+    k = (CELLS + 2) // 2 - abs(score)  # the winner's stones once it has won
+    if score > 0:
+        return 1, 2 * (k - moves // 2) - 1
+    return -1, 2 * (k - (moves - moves // 2))
 
 
 def parse_line(text: str) -> list[int]:
