@@ -101,3 +101,72 @@ def level_summary(rows: Sequence[dict[str, Any]], reference: str) -> list[dict[s
             }
         )
     return table
+
+
+def compare_levels(
+    levels: Sequence[Game],
+    spec: str,
+    reference: str,
+    attempts: int,
+    seed: int,
+    opening: int,
+    make_seat: MakeSeat,
+    clock: Any = None,
+) -> dict[str, Any]:
+    """`spec` and `reference` on the same scenarios of every level: per level the bot's solved
+    attempts with their 95% interval, the reference's, the laps both took on the scenarios both
+    solved, and each side's seconds per attempt (`clock`, time.perf_counter by default);
+    `at_reference_rate`: every level solved at least as often as the reference solves it."""
+    import time
+
+    clock = clock or time.perf_counter
+    table = []
+    for game in levels:
+        seconds = {}
+        rows = []
+        for who in dict.fromkeys([spec, reference]):
+            began = clock()
+            rows += attempt_rows(game, who, attempts, seed, opening, make_seat)
+            seconds[who] = (clock() - began) / max(1, attempts)
+        summary = {r["spec"]: r for r in level_summary(rows, reference)}
+        mine, theirs = summary[spec], summary[reference]
+        table.append(
+            {
+                "level": game.spec(),
+                "players": game.num_players,
+                "attempts": attempts,
+                "solved": mine["solved"],
+                "success_rate": mine["success_rate"],
+                "success_low": mine["success_low"],
+                "success_high": mine["success_high"],
+                "reference_solved": theirs["solved"],
+                "reference_rate": theirs["success_rate"],
+                "at_reference_rate": mine["solved"] >= theirs["solved"],
+                "mean_laps": mine["mean_laps"],
+                "both_solved": mine["both_solved"],
+                "laps_both": mine["mean_laps_both"],
+                "reference_laps_both": mine["reference_laps_both"],
+                "laps_ratio": mine["laps_ratio"],
+                "seconds_per_attempt": round(seconds[spec], 4),
+                "reference_seconds_per_attempt": round(seconds[reference], 4),
+            }
+        )
+    solved = sum(r["solved"] for r in table)
+    tried = attempts * len(table)
+    overall = score_summary(solved, 0, tried - solved)
+    return {
+        "spec": spec,
+        "reference": reference,
+        "attempts_per_level": attempts,
+        "seed": seed,
+        "opening_laps": opening,
+        "levels": table,
+        "attempts": tried,
+        "solved": solved,
+        "reference_solved": sum(r["reference_solved"] for r in table),
+        "success_rate": overall["score"],
+        "success_low": overall["score_low"],
+        "success_high": overall["score_high"],
+        "levels_at_reference_rate": sum(r["at_reference_rate"] for r in table),
+        "at_reference_rate": all(r["at_reference_rate"] for r in table),
+    }

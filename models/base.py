@@ -55,6 +55,7 @@ FAMILIES = {
     "playerzero": "models.playerzero",
     "td": "models.td",
     "neat": "models.neat_track",
+    "cost-to-go": "models.cost_to_go",
 }
 
 #: artifact kinds and the file suffix each travels as

@@ -98,6 +98,11 @@ def test_every_zoo_chain_rebuilds_a_playable_entry_at_tiny_scale(tmp_path, prefe
             if wanted["argv"][:2] == ["solved", "rate"]:  # one row per spec
                 assert item["value"] == kept[0]["optimal_rate"]
                 assert item["positions"] == kept[0]["positions"] == 10
+            elif wanted["argv"][:2] == ["puzzle", "rate"]:  # per level, beside the planner
+                tries = int(wanted["argv"][wanted["argv"].index("--attempts") + 1])
+                assert item["attempts"] == kept["attempts"] == tries * len(kept["levels"])
+                assert item["value"] == kept["success_rate"]
+                assert item["floor_met"] == kept["at_reference_rate"]
             else:  # a match, or the Othello League's benchmark: games, W/D/L, score
                 games = int(wanted["argv"][wanted["argv"].index("--games") + 1])
                 assert kept["games"] == item["games"] == games

@@ -5,7 +5,8 @@
 (a value network over observation planes: its multi-action turns are searched a turn at a
 time), except TD networks (family `td`) → `td:model=PATH` (options: select,
 epsilon, temperature); "neat" → `neat:genome=PATH` (any preset of its map size);
-"policy-value" → `puct:model=PATH` (options: sims, ms, c, batch, …). The file's metadata, not
+"policy-value" → `puct:model=PATH` (options: sims, ms, c, batch, …); "cost-to-go" →
+`planner:eval=onnx:PATH` (a learned A* heuristic, any level of its canvas). The file's metadata, not
 its name, says what it is, so a registry artifact plays without the user knowing its family.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 from agents.base import Agent, AgentError, builder
 from engine.protocol import Game
 
-KINDS = ("sequence", "value", "neat", "policy-value")
+KINDS = ("sequence", "value", "neat", "policy-value", "cost-to-go")
 
 
 @builder("onnx")
@@ -31,6 +32,10 @@ def onnx_agent(game: Game, spec: str, seed: int | None = None, **options: str) -
         from agents.neat.agent import NeatAgent
 
         return NeatAgent(game, spec, seed=seed, genome=path, **options)
+    if kind == "cost-to-go":  # learned on many levels: the planner checks the canvas
+        from agents.search.planner import PlannerAgent
+
+        return PlannerAgent(game, spec, seed=seed, eval=f"onnx:{path}", **options)
     trained = meta.get("gridbots.game")
     if trained and trained != game.spec():
         raise AgentError(f"onnx: {path} was trained for {trained}, not {game.spec()}")

@@ -1,4 +1,5 @@
-"""A planning agent for box-pushing puzzles: `planner` (alias `sokoban`), options `nodes=N`.
+"""A planning agent for box-pushing puzzles: `planner` (alias `sokoban`), options `nodes=N` and
+`eval=onnx:PATH` (a learned cost-to-go as the A* heuristic, models.cost_to_go).
 
 The game supplies the grid through a `layout(state_array) -> dict` hook (walls, boxes, unfilled
 holes, exits as (H, W) boolean planes, player tiles, the action ids of up/down/left/right and
@@ -14,6 +15,12 @@ to its nearest exit, is admissible. A first pass prunes pushes onto dead tiles (
 no box can ever reach a hole); if it finds nothing, a second pass searches without pruning.
 The goal test walks the players to distinct exits one after the other (every order tried).
 
+With `eval=onnx:PATH` the heuristic is a learned estimate of the moves still to play, read by
+a network from the position's planes (`planes`: walls, boxes, holes, exits, players, dead
+tiles and the exit distance on a fixed canvas, the network's input size); every new child of an
+expansion is scored in one batch. The estimate may overshoot, so plans may be longer than the
+admissible search's; the search stays complete within its node budget.
+
 With several players the plan is sequential (one player moves, the others wait); it is then
 compressed into laps: a step runs in the lap after the last earlier step of its player or
 touching one of its tiles, so every lap's moves touch disjoint tiles and play out as they
@@ -25,7 +32,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,6 +98,54 @@ def _dead_tiles(grid: Grid, holes: set[int]) -> frozenset[int]:
     return frozenset(t for t in range(grid.width * grid.height) if not grid.walls[t]) - live
 
 
+#: the input planes of a learned cost-to-go, in order (`planes`)
+PLANES = ("walls", "boxes", "holes", "exits", "players", "dead", "exit_distance")
+#: a scale that brings move counts near 1 for a network (its target is moves / SCALE)
+SCALE = 32.0
+#: scores positions (keys of one grid) by their estimated moves to go
+Heuristic = Callable[[Grid, list[Key]], np.ndarray]
+
+
+def planes(grid: Grid, keys: Sequence[Key], height: int, width: int) -> np.ndarray:
+    """(N, height, width, len(PLANES)) float32 planes of positions on a canvas at least the
+    grid's size (the rest wall): what a learned cost-to-go reads."""
+    if grid.height > height or grid.width > width:
+        raise AgentError(
+            f"planner: a {grid.height}x{grid.width} level is larger than the network's "
+            f"{height}x{width} canvas"
+        )
+    base = np.zeros((height, width, len(PLANES)), dtype=np.float32)
+    base[..., 0] = 1.0
+    base[: grid.height, : grid.width, 0] = grid.walls.reshape(grid.height, grid.width)
+    for tile in grid.exits:
+        base[tile // grid.width, tile % grid.width, 3] = 1.0
+    for tile in grid.dead:
+        base[tile // grid.width, tile % grid.width, 5] = 1.0
+    distance = np.where(np.isfinite(grid.exit_dist), grid.exit_dist, 0.0) / SCALE
+    base[: grid.height, : grid.width, 6] = distance.reshape(grid.height, grid.width)
+    out = np.repeat(base[None], len(keys), axis=0)
+    for n, (boxes, holes, players) in enumerate(keys):
+        for channel, tiles in ((1, boxes), (2, holes), (4, players)):
+            for tile in tiles:
+                out[n, tile // grid.width, tile % grid.width, channel] += 1.0
+    return out
+
+
+def onnx_heuristic(path: str) -> Heuristic:
+    """A learned cost-to-go file as a heuristic: moves to go, never below zero."""
+    from agents.onnx.runtime import open_session
+
+    runner, _ = open_session(path)
+    feed = runner.get_inputs()[0]
+    height, width = (int(d) for d in feed.shape[1:3])
+
+    def estimate(grid: Grid, keys: list[Key]) -> np.ndarray:
+        out = runner.run(None, {feed.name: planes(grid, keys, height, width)})[0]
+        return np.maximum(np.asarray(out, dtype=np.float64).reshape(-1), 0.0) * SCALE
+
+    return estimate
+
+
 def _costs(grid: Grid, key: Key, mover: int) -> np.ndarray:
     """Walking costs for player `mover`: walls, boxes, holes and the other players blocked."""
     boxes, holes, players = key
@@ -135,25 +190,51 @@ def _finish(grid: Grid, key: Key) -> tuple[float, list[tuple[int, int]]] | None:
     return best
 
 
-def solve(grid: Grid, start: Key, max_nodes: int = 200_000) -> list[tuple[int, int]] | None:
-    """The sequential plan [(player, move)] of fewest moves found, or None."""
-    for prune in (True, False):
-        plan = _astar(grid, start, max_nodes, prune)
-        if plan is not None:
-            return plan
-    return None
+def solve(
+    grid: Grid,
+    start: Key,
+    max_nodes: int = 200_000,
+    heuristic: Heuristic | None = None,
+    stats: dict | None = None,
+    exhaustive: bool = True,
+) -> list[tuple[int, int]] | None:
+    """The sequential plan [(player, move)] of fewest moves found, or None; `stats` (when
+    given) gets the nodes expanded; without `exhaustive` only the pass that prunes dead tiles."""
+    expanded = [0]
+    try:
+        for prune in (True, False) if exhaustive else (True,):
+            plan = _astar(grid, start, max_nodes, prune, heuristic, expanded)
+            if plan is not None:
+                return plan
+        return None
+    finally:
+        if stats is not None:
+            stats["expanded"] = stats.get("expanded", 0) + expanded[0]
 
 
 def _heuristic(grid: Grid, key: Key) -> float:
     return float(sum(grid.exit_dist[p] for p in key[2]))
 
 
-def _astar(grid: Grid, start: Key, max_nodes: int, prune: bool) -> list[tuple[int, int]] | None:
+def _astar(
+    grid: Grid,
+    start: Key,
+    max_nodes: int,
+    prune: bool,
+    heuristic: Heuristic | None = None,
+    counter: list[int] | None = None,
+) -> list[tuple[int, int]] | None:
+    def scores(keys: list[Key]) -> list[float]:
+        if heuristic is None:
+            return [_heuristic(grid, key) for key in keys]
+        return [float(h) for h in heuristic(grid, keys)] if keys else []
+
     parents: dict[Key, tuple[Key | None, tuple[int, int, int]]] = {start: (None, (0, 0, 0))}
     best_g = {start: 0.0}
     tie = itertools.count()
-    heap: list = [(_heuristic(grid, start), next(tie), 0.0, start, None)]
+    heap: list = [(scores([start])[0], next(tie), 0.0, start, None)]
     expanded = 0
+    counter = [0] if counter is None else counter
     while heap and expanded < max_nodes:
         _, _, g, key, finish = heapq.heappop(heap)
         if finish is not None:  # a goal entry: the cheapest plan
@@ -168,19 +249,24 @@ def _astar(grid: Grid, start: Key, max_nodes: int, prune: bool) -> list[tuple[in
         if g > best_g.get(key, np.inf):
             continue
         expanded += 1
+        counter[0] += 1
         done = _finish(grid, key)
         if done is not None:
             heapq.heappush(heap, (g + done[0], next(tie), g + done[0], key, done[1]))
-        for child, cost, push in _pushes(grid, key, prune):
+        fresh: dict[Key, float] = {}
+        for child, cost, push in pushes(grid, key, prune):
             ng = g + cost
             if ng < best_g.get(child, np.inf):
                 best_g[child] = ng
                 parents[child] = (key, push)
-                heapq.heappush(heap, (ng + _heuristic(grid, child), next(tie), ng, child, None))
+                fresh[child] = ng
+        children = list(fresh)
+        for child, h in zip(children, scores(children), strict=True):  # one batch
+            heapq.heappush(heap, (fresh[child] + h, next(tie), fresh[child], child, None))
     return None
 
 
-def _pushes(grid: Grid, key: Key, prune: bool):
+def pushes(grid: Grid, key: Key, prune: bool):
     """(child key, moves, (player, pusher tile, push move)) of every push a player can make."""
     boxes, holes, players = key
     box_set, hole_set = set(boxes), set(holes)
@@ -239,7 +325,7 @@ def compress(grid: Grid, start: Key, steps: Sequence[tuple[int, int]]) -> list[d
     return laps
 
 
-def _replay(grid: Grid, start: Key, laps: list[dict[int, int]]) -> list[Key]:
+def replay(grid: Grid, start: Key, laps: list[dict[int, int]]) -> list[Key]:
     """The position key before each lap, by the planner's own model of the rules."""
     boxes, holes, players = set(start[0]), set(start[1]), list(start[2])
     keys = []
@@ -274,8 +360,15 @@ class PlannerAgent(Agent):
     def __init__(self, game: Game, spec: str, seed: int | None = None, **options: str):
         super().__init__(game, spec, seed)
         self.max_nodes = option(options, "nodes", int, 200_000)
+        evaluation = option(options, "eval", str, "distance")
         if options:
-            raise AgentError(f"planner: unknown option(s) {sorted(options)}; known: nodes")
+            raise AgentError(f"planner: unknown option(s) {sorted(options)}; known: nodes, eval")
+        self.heuristic: Heuristic | None = None
+        if evaluation.startswith("onnx:"):
+            self.heuristic = onnx_heuristic(evaluation[len("onnx:") :])
+        elif evaluation != "distance":
+            raise AgentError(f"planner: eval={evaluation!r}; expected distance or onnx:PATH")
+        self.stats: dict[str, int] = {}  # nodes expanded by every plan so far
         if getattr(game, "layout", None) is None:
             raise AgentError(f"planner: {game.name} has no `layout` hook to plan over")
         self._lap_of: dict[Key, dict[int, int]] = {}
@@ -286,9 +379,9 @@ class PlannerAgent(Agent):
         """Plans from state array `s`; the laps as {player: move}, pathfind move numbers."""
         layout = self.game.layout(s)
         grid, start = read_grid(layout)
-        self.steps = solve(grid, start, self.max_nodes)
+        self.steps = solve(grid, start, self.max_nodes, self.heuristic, self.stats)
         self.laps = [] if self.steps is None else compress(grid, start, self.steps)
-        self._lap_of = dict(zip(_replay(grid, start, self.laps), self.laps, strict=True))
+        self._lap_of = dict(zip(replay(grid, start, self.laps), self.laps, strict=True))
         return self.laps
 
     def step(self, state: State, player: int | None = None) -> int:

@@ -1,4 +1,5 @@
-"""`gridbots games | perft | bench | show | solve | showcase | new-game`: the engine at a glance.
+"""`gridbots games | perft | bench | puzzle | show | solve | showcase | new-game`: the engine at a
+glance.
 
 Each command is a thin shell over an engine/agents function.
 """
@@ -18,6 +19,9 @@ from flows.cli.options import SCENARIO, UserError, parse_game, scenario_options
 app = typer.Typer()
 bench_app = typer.Typer(help="Speed measurements (JSON with --json).", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
+puzzle_app = typer.Typer(help="Puzzles: success rate per level beside a reference.",
+                         no_args_is_help=True)  # fmt: skip
+app.add_typer(puzzle_app, name="puzzle")
 
 
 @app.command()
@@ -103,6 +107,43 @@ def bench_mcts(
         typer.echo(
             f"{result['game']}: {result['seconds_per_move'] * 1000:.2f} ms per {sims}-simulation "
             f"move, {result['sims_per_s']:,.0f} simulations/s"
+        )
+
+
+@puzzle_app.command("rate")
+def puzzle_rate(
+    game: Annotated[str, typer.Argument(help="A puzzle (its spec names one level).")],
+    spec: Annotated[str, typer.Argument(help="Agent spec, seated in every seat.")],
+    reference: Annotated[str, typer.Option(help="Reference (default: the game's adviser).")] = "",
+    levels: Annotated[str, typer.Option(help="all: every shipped level; else the game's.")] = "",
+    attempts: Annotated[int, typer.Option(min=1, help="Seeded attempts per level.")] = 20,
+    opening: Annotated[int, typer.Option(min=0, help="Random laps before each attempt.")] = 2,
+    seed: Annotated[int, typer.Option(help="First scenario seed.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable.")] = False,
+):
+    """Per level: solved attempts (95% interval), laps beside the reference's on the attempts
+    both solved, seconds per attempt; the bot and the reference meet the same scenarios."""
+    from agents import make
+    from engine.puzzles import compare_levels
+
+    g = parse_game(game)
+    if g.kind != "puzzle":
+        raise UserError(f"{g.name} is a {g.kind}, not a puzzle: play a match")
+    if levels not in ("", "all"):
+        raise UserError(f"--levels {levels!r}: all, or leave it out for the game's own level")
+    chosen = [parse_game(v) for v in g.variants()] if levels == "all" else [g]
+    result = compare_levels(chosen, spec, reference or g.default_opponent, attempts, seed,
+                            opening, make)  # fmt: skip
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+        return
+    for r in result["levels"]:
+        laps = (f"{r['laps_both']:.1f} vs {r['reference_laps_both']:.1f}"
+                if r["both_solved"] else "-")  # fmt: skip
+        typer.echo(
+            f"{r['level']}: {r['solved']}/{r['attempts']} (reference {r['reference_solved']}), "
+            f"laps {laps}, {r['seconds_per_attempt'] * 1000:.0f} ms vs "
+            f"{r['reference_seconds_per_attempt'] * 1000:.0f} ms an attempt"
         )
 
 

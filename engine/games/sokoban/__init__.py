@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from engine.games.sokoban.levels import load_level
+from engine.games.sokoban.levels import level_names, load_level
 from engine.games.sokoban.rules import (
     ACTION_NAMES,
     KERNELS,
@@ -56,6 +56,10 @@ class Sokoban(Game):
         self.num_actions = 5
         self.observation_shape = (OBS_PLANES, self.level.height, self.level.width)
         self.max_game_length = self.level.limit
+
+    def variants(self) -> list[str]:
+        """Every shipped level (engine/boards/sokoban), as a game spec."""
+        return [f"{self.name}:level={level}" for level in level_names()]
 
     def initial_config(self, rng: np.random.Generator, **scenario) -> np.ndarray:
         if scenario:

@@ -171,8 +171,22 @@ def played(argv: list[str]) -> str:
     return next(word for word in argv if "{dir}" in word and ":" in word)
 
 
+def level_line(row: dict[str, Any]) -> str:
+    """One level of `gridbots puzzle rate` as the card shows it: solved, laps, time."""
+    laps = "no laps to compare"
+    if row["both_solved"]:
+        laps = (f"laps {row['laps_both']:.2f} vs {row['reference_laps_both']:.2f} on the "
+                f"{row['both_solved']} both solved")  # fmt: skip
+    return (
+        f"{row['solved']}/{row['attempts']} solved (the reference {row['reference_solved']}/"
+        f"{row['attempts']}), {laps}, {row['seconds_per_attempt'] * 1000:.0f} ms vs "
+        f"{row['reference_seconds_per_attempt'] * 1000:.0f} ms an attempt"
+    )
+
+
 def figure(item: dict[str, Any], result: Any) -> dict[str, Any]:
-    """The evidence row of one figure from its command's JSON (a match or a solved-set rate)."""
+    """The evidence row of one figure from its command's JSON (a match, a solved-set rate or a
+    puzzle's levels beside its reference)."""
     from engine.tournament import wilson_interval
 
     if isinstance(result, list):  # gridbots solved rate: one row per spec
@@ -187,6 +201,18 @@ def figure(item: dict[str, Any], result: Any) -> dict[str, Any]:
             "ms per move": f"{rate['ms_per_move_mean']:.1f} mean, "
             f"{rate['ms_per_move_p95']:.1f} p95",
         }
+    elif "levels" in result:  # gridbots puzzle rate: per level, beside the reference
+        value, count = float(result["success_rate"]), int(result["attempts"])
+        measured = {
+            "value": value,
+            "interval": [result["success_low"], result["success_high"]],
+            "attempts": count,
+            "games": f"none ({result['attempts_per_level']} attempts on each of "
+            f"{len(result['levels'])} levels)",
+            "solved": f"{result['solved']} of {count} "
+            f"(the reference: {result['reference_solved']})",
+            "levels": {row["level"]: level_line(row) for row in result["levels"]},
+        }
     else:  # gridbots match: the pairing's summary (a benchmark's: its `ci95`)
         value, count = float(result["score"]), int(result["games"])
         interval = (
@@ -199,8 +225,12 @@ def figure(item: dict[str, Any], result: Any) -> dict[str, Any]:
             "wins-draws-losses": f"{result['wins']}-{result['draws']}-{result['losses']}",
         }
     floor = item["floor"]
-    bound = measured["interval"][0] if floor["bound"] == "low" else measured["value"]
-    met = bound > floor["above"] if "above" in floor else bound >= floor["at_least"]
+    if floor["bound"] == "levels":  # every level solved at least as often as the reference
+        bound = float(result["levels_at_reference_rate"])
+        met = bool(result["at_reference_rate"])
+    else:
+        bound = measured["interval"][0] if floor["bound"] == "low" else measured["value"]
+        met = bound > floor["above"] if "above" in floor else bound >= floor["at_least"]
     return {
         "figure": item["figure"],
         **measured,
