@@ -23,8 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from agents.onnx.runtime import process_pool
 from benchmarks.neat_generation import yardstick
-from models.arena import play_job, process_pool
+from models.arena import play_job
 
 #: Python-level agents (guards, tree search): the GIL-bound kind a study's tournament plays
 PAIRINGS = [

@@ -30,22 +30,6 @@ from engine.tournament import MatchConfig, play_pairing, wilson_interval
 Mapper = Callable[[Callable[[dict[str, Any]], Any], list[dict[str, Any]]], Iterable[Any]]
 
 
-def process_pool(workers: int):
-    """`workers` spawned processes (safe beside a flow's threads) for matches: their
-    onnxruntime sessions share the cores instead of each taking all of them."""
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
-
-    return ProcessPoolExecutor(workers, get_context("spawn"), _share_cores, (workers,))
-
-
-def _share_cores(processes: int) -> None:
-    """A pool process's start: its onnxruntime sessions take their share of the cores."""
-    from agents.onnx.runtime import share_cores
-
-    share_cores(processes)
-
-
 def play_job(job: dict[str, Any]) -> list[dict[str, Any]]:
     """One pairing's games from plain arguments (game and agent specs, games, seed, opening;
     models by path inside the specs): a tournament pairing or an arena pair as a cluster task,

@@ -22,7 +22,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -398,7 +398,7 @@ def train(
     echo: Callable[[str], None] | None = None,
     expect_game: str | None = None,
     metric: str | None = None,
-    map_configs: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
+    map_configs: Callable[[list[dict[str, Any]]], Iterable[dict[str, Any]]] | None = None,
     game: str | None = None,
 ) -> TrainOutcome:
     """Trains one configuration (or a sweep's grid) on an encoded file, logged to MLflow; a
@@ -406,8 +406,9 @@ def train(
 
     `expect_game` (a game name) guards against training on another game's dataset; `metric`
     (`NAME[:min|max]`) ranks a sweep instead of the default objective. `map_configs` trains a
-    sweep's unfinished configurations elsewhere (a cluster): it gets `train_config` jobs and
-    returns their records in order; without it they train here, one after another."""
+    sweep's unfinished configurations elsewhere (a cluster's workers, a stage's local process
+    pool): it gets `train_config` jobs and yields their records in job order, each kept as it
+    arrives; without it they train here, one after another."""
     module = family(family_name)
     given = dict(params or {})
     grid = sweep_grid(sweep) if sweep else [{}]
@@ -483,11 +484,11 @@ def train(
                     for index, (config, params_i) in enumerate(zip(grid, configs, strict=True))
                     if not (state and str(index) in state["done"])
                 ] if map_configs else []  # fmt: skip
-                records = map_configs(jobs) if jobs else []
-                remote = dict(zip([j["index"] for j in jobs], records, strict=True))
-                for index, record in remote.items():
-                    if state is not None:  # kept should the flow be killed after this
-                        state["done"][str(index)] = record
+                remote: dict[int, dict[str, Any]] = {}
+                for job, record in zip(jobs, map_configs(jobs) if jobs else [], strict=True):
+                    remote[job["index"]] = record
+                    if state is not None:  # kept as it arrives: a kill loses the rest only
+                        state["done"][str(job["index"])] = record
                         kept.save_state(base, state)
                 for index, (config, params_i) in enumerate(zip(grid, configs, strict=True)):
                     key = str(index)

@@ -59,7 +59,7 @@ def test_a_serving_process_starts_sessions_whose_idle_threads_sleep(tmp_path, mo
 
 
 def test_processes_side_by_side_share_the_cores(tmp_path, monkeypatch):
-    """A stage's pool process (flows.pipeline.stage_io.process_pool) calls share_cores: its sessions
+    """A stage's pool process (onnx_runtime.process_pool) calls share_cores: its sessions
     take their share of the cores and sleep when idle; a session that names its threads keeps
     them."""
     import os

@@ -58,6 +58,16 @@ def share_cores(processes: int) -> None:
     stop_spinning()
 
 
+def process_pool(workers: int):
+    """`workers` spawned processes (safe beside a flow's threads), each one of `workers` side
+    by side (share_cores): a stage's local pool, whatever its jobs (tournament pairings, sweep
+    configurations, study 002's networks: flows.pipeline.stage_io.local_processes)."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    return ProcessPoolExecutor(workers, get_context("spawn"), share_cores, (workers,))
+
+
 def providers() -> tuple[str, ...]:
     """("CUDAExecutionProvider", "CPUExecutionProvider") when a GPU is usable, else CPU only."""
     with _PROBE_LOCK:

@@ -46,16 +46,23 @@ _LOCAL_POOL: Any = None
 
 @contextlib.contextmanager
 def local_processes(
-    params: dict[str, Any], dask: str | None, games: int, pool: Callable[[int], Any]
+    params: dict[str, Any],
+    dask: str | None,
+    games: int | None,
+    pool: Callable[[int], Any],
+    workers: int | None = None,
 ) -> Iterator[None]:
-    """Without a cluster, runs the fan-out's work in `workers` spawned processes instead of the
-    task runner's threads: matches of Python agents hold the GIL, so two threads used one core
-    (study 000's evaluation: 1,210 CPU-s in 1,116 s). Below MIN_POOL_GAMES games in all,
-    starting the processes (imports, numba caches) costs more than it saves: threads stay.
-    `pool(workers)` makes the executor (models.arena.process_pool for matches)."""
+    """Without a cluster, runs the fan-out's work in `workers` (default: params `workers`)
+    spawned processes instead of the task runner's threads: matches of Python agents hold the
+    GIL, so two threads used one core (study 000's evaluation: 1,210 CPU-s in 1,116 s), and a
+    TD configuration trains in numba on one core. Below MIN_POOL_GAMES games in all (`games`;
+    None for work that is not matches), starting the processes (imports, numba caches) costs
+    more than it saves: threads stay. `pool(workers)` makes the executor
+    (agents.onnx.runtime.process_pool)."""
     global _LOCAL_POOL
-    workers = max(1, int(params.get("workers", 1)))
-    if dask_address(params, dask) or workers < 2 or games < MIN_POOL_GAMES:
+    workers = max(1, int(params.get("workers", 1) if workers is None else workers))
+    few = games is not None and games < MIN_POOL_GAMES
+    if dask_address(params, dask) or workers < 2 or few:
         yield
         return
     with pool(workers) as executor:
@@ -176,15 +183,32 @@ def task_runner(params: dict[str, Any], dask: str | None = None):
     return ThreadPoolTaskRunner(max_workers=max(1, int(params.get("workers", 1))))
 
 
-def run_flow(stage: Any, params: dict[str, Any], dask: str | None, *args: Any) -> Any:
+def run_flow(
+    stage: Any,
+    params: dict[str, Any],
+    dask: str | None,
+    *args: Any,
+    processes: int = 1,
+    pool: Callable[[int], Any] | None = None,
+) -> Any:
     """Runs the flow `stage(*args)` of a stage whose fan-out stays in its own process without a
-    cluster (process pools, one configuration after another: exactly as before the cluster
-    existed), and with a Dask address runs `stage(*args, on_cluster=True)` on the cluster's
-    task runner, where the flow hands its jobs to `fan_out`."""
+    cluster (a loop, PlayerZero's own pools: exactly as before the cluster existed). With a
+    Dask address it runs `stage(*args, on_cluster=True)` on the cluster's task runner, where
+    the flow hands its jobs to `fan_out`. Given a `pool` factory and no address, the flow hands
+    its jobs to `fan_out` too (`on_cluster=True`: jobs as tasks), on `processes` threads that
+    each wait on one of `processes` spawned processes (`local_processes`; one process: the jobs
+    run one after another in the task's thread)."""
     address = dask_address(params, dask)
-    if not address:
+    if address:
+        runner = task_runner(params, address)
+        return stage.with_options(task_runner=runner)(*args, on_cluster=True)
+    if pool is None:
         return stage(*args)
-    return stage.with_options(task_runner=task_runner(params, address))(*args, on_cluster=True)
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    runner = ThreadPoolTaskRunner(max_workers=max(1, processes))
+    with local_processes(params, None, None, pool, workers=processes):
+        return stage.with_options(task_runner=runner)(*args, on_cluster=True)
 
 
 @task(**RETRIES, task_run_name="{label}")
@@ -202,18 +226,44 @@ def cluster_task(work: str, job: Any, label: str) -> Any:
     return function(job) if pool is None else pool.submit(function, job).result()
 
 
-def fan_out(work: Callable[[Any], Any], jobs: Sequence[Any]) -> Iterator[Any]:
+def fan_out(
+    work: Callable[[Any], Any], jobs: Sequence[Any], title: str | None = None
+) -> Iterator[Any]:
     """`work(job)` for every job as a `cluster_task` on the running flow's task runner (a Dask
-    cluster's workers, or the flow's threads): every generation shard, sweep configuration,
-    tournament pairing, TD configuration, PlayerZero self-play shard or arena pair and NEAT
-    seed of a cluster run goes through here. Results come in job order, each as soon as it and those
-    before it are done, so the caller commits them as they arrive."""
+    cluster's workers, the flow's threads, or the processes of `local_processes`): every
+    generation shard, sweep configuration, tournament pairing, TD configuration, PlayerZero
+    self-play shard or arena pair and NEAT seed of a cluster run goes through here. Results
+    come in job order, each as soon as it and those before it are done, so the caller commits
+    them as they arrive. With a `title`, a progress bar counts the jobs as each finishes."""
     name = f"{work.__module__}:{work.__name__}"
     futures = [
         cluster_task.submit(name, job, f"{work.__name__}-{index}") for index, job in enumerate(jobs)
     ]
-    for future in futures:
-        yield future.result()
+    with progress_bar(title, len(futures)) as advance:
+        for future in futures if title else ():
+            future.add_done_callback(lambda _done: advance())
+        for future in futures:
+            yield future.result()
+
+
+@contextlib.contextmanager
+def progress_bar(title: str | None, total: int) -> Iterator[Callable[[], None]]:
+    """A rich progress bar of `total` jobs (nothing without a title); yields its `advance`,
+    which any thread may call as a job finishes."""
+    if title is None:
+        yield lambda: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    columns = (
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, transient=False) as bar:
+        task_id = bar.add_task(title, total=total)
+        yield lambda: bar.advance(task_id)
 
 
 def require_cluster_servers(address: str) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,7 @@ def evaluate_flow(root: Path, params: dict, game: str, dask: str | None = None):
     settings = params[game]["evaluate"]
     # a lower bound on the pairings (all-vs-all adds bot pairs): enough to choose the pool
     pairings = len(settings.get("pairings") or settings["baselines"]) or 1
-    from models.arena import process_pool
+    from agents.onnx.runtime import process_pool
 
     with local_processes(params, dask, int(settings["games"]) * pairings, process_pool):
         return chosen.with_options(task_runner=runner)(root, params, game)
@@ -97,8 +98,10 @@ def _evaluate(root: Path, params: dict, game: str) -> dict[str, Any]:
     )
     jobs = [{"game": spec, "a": a, "b": b, **config} for a, b in pairs]
     work = root / "checkpoints" / game / "evaluate"
-    exported = {  # an extra bot may play any exported file: the whole folder's digest
+    exported = {  # an extra bot may play any exported file (the whole folder's digest) and
+        # the files its spec names (study 002's base network under studies/)
         spec: files_digest(root / "exports" / game / ("" if name in extra else name))
+        + (named_files_digest(root, spec) if name in extra else "")
         for name, spec in bots.items()
     }
     kept = [work / f"{pairing_digest(job, exported)}.json" for job in jobs]
@@ -156,6 +159,22 @@ def files_digest(folder: Path) -> str:
     for path in sorted(folder.rglob("*")):
         if path.is_file():
             digest.update(path.relative_to(folder).as_posix().encode())
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+#: a file an agent spec names: `model=PATH` or `eval=onnx:PATH` (up to the next comma)
+NAMED_FILE = re.compile(r"(?:model=|onnx:)([^,]+)")
+
+
+def named_files_digest(root: Path, spec: str) -> str:
+    """The bytes of each file `spec` names (a path relative to `root`, or absolute): an extra
+    bot's pairings are played again when its network changes."""
+    digest = hashlib.sha256()
+    for name in NAMED_FILE.findall(spec):
+        path = Path(root) / name  # an absolute name stays itself
+        if path.is_file():
+            digest.update(name.encode())
             digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
 

@@ -21,12 +21,16 @@ def study_stage(root: Path, params: dict, game: str, dask: str | None = None) ->
     if game not in STUDIES:
         raise StageError(f"no study comparison for {game}; studies exist for: {', '.join(STUDIES)}")
     if game == "othello":
+        from agents.onnx.runtime import process_pool
         from flows.pipeline.stage_io import run_flow
         from flows.pipeline.stages.td import study_flow as td_study_flow
 
         if not isinstance(params[game].get("study"), dict):
             raise StageError(f"stage study-{game}: key {game}.study is missing")
-        run_flow(td_study_flow, params, dask, root, params, game)
+        workers = int(params["workers"])  # the configurations side by side, one process each
+        run_flow(
+            td_study_flow, params, dask, root, params, game, processes=workers, pool=process_pool
+        )
         return Path(root) / "studies" / game / "study.json"
     return study_flow(root, params, game)
 

@@ -6,10 +6,11 @@ study's minimax (the study: 42 / 100). Written to studies/GAME (study.json and t
 
 A study is not a training: the networks TD trains for play (the full grid as a sweep, the long
 runs) are `GAME.models` entries of family `td`, trained, exported, evaluated and promoted by the
-generic stages like every family. The configurations run in worker processes (params `workers`),
-or with a Dask address as cluster tasks (stage_io.fan_out); the flow logs each as a nested MLflow
-run under one parent. What DVC keeps is what a rerun writes alike: the clock (seconds, rates,
-move times) and the MLflow ids go to `metrics/GAME/study-run.json`.
+generic stages like every family. The configurations are tasks (stage_io.fan_out) on the
+stage's local pool of `workers` processes or, with a Dask address, on a cluster
+(stage_io.run_flow); the flow logs each as a nested MLflow run under one parent. What DVC keeps
+is what a rerun writes alike: the clock (seconds, rates, move times) and the MLflow ids go to
+`metrics/GAME/study-run.json`.
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ from typing import Any
 from prefect import flow, task
 
 from flows.pipeline.stage_io import RETRIES, atomic_dir, fan_out, use_tracking, write_json
-from flows.pipeline.td_jobs import run_jobs
-from models.td_sweep import job, study_design
+from models.td_sweep import job, study_design, train_and_measure
 
 #: what a study's figures measure of the machine, not of the networks (kept out of study.json)
 CLOCK = ("time_mean_ms", "time_p95_ms", "peak_kb")
@@ -116,8 +116,8 @@ def study_flow(root: Path, params: dict, game: str, on_cluster: bool = False) ->
             )
             for name, p in configs.items()
         ]
-        trained = run_jobs(jobs, int(params["workers"]), f"{game}: study configurations",
-                           mapper=fan_out if on_cluster else None)  # fmt: skip
+        title = f"{game}: study configurations"  # tasks: stage_io.run_flow's pool or cluster
+        trained = list(fan_out(train_and_measure, jobs, title))
         models = {name: entry for name, entry in zip(configs, trained, strict=True)}
         matrices = study_matrices(spec, models, rows, int(settings["matrix_games"]), seed)
         base = models[next(iter(configs))]

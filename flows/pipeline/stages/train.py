@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -53,20 +55,44 @@ def tag_runs(run_ids: list[str], tags: dict[str, str]) -> None:
             mlflow_client.set_tag(run_id, key, value)
 
 
-def _on_cluster(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _as_tasks(title: str, jobs: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """Each sweep configuration a nested MLflow run (models.tracking.train_config) on
-    whichever worker is free."""
+    whichever worker, or local pool process, is free; records in job order as they come."""
     from models.tracking import train_config
 
-    return list(fan_out(train_config, jobs))
+    return fan_out(train_config, jobs, title)
 
 
 def train_flow(root: Path, params: dict, game: str, name: str, dask: str | None = None):
     """The train stage; with a Dask address (flows.pipeline.stage_io.dask_address) the sweep's
-    configurations are cluster tasks, else they train one after another here (each training
-    already uses both cores). An entry its family cannot train is refused before any flow."""
-    model_settings(params, game, name)
-    return run_flow(_train, params, dask, root, params, game, name)
+    configurations are cluster tasks; without one, a played family's sweep trains
+    `sweep_processes` configurations side by side in local processes, any other sweep one
+    after another here (each training already uses both cores). An entry its family cannot
+    train is refused before any flow."""
+    from agents.onnx.runtime import process_pool
+
+    settings = model_settings(params, game, name)
+    processes = sweep_processes(params, settings)
+    pool = process_pool if processes > 1 else None
+    args = (root, params, game, name)
+    return run_flow(_train, params, dask, *args, processes=processes, pool=pool)
+
+
+def sweep_processes(params: dict, settings: dict[str, Any]) -> int:
+    """How many configurations of a sweep train side by side without a cluster. A family that
+    learns by playing trains one configuration on one core (TD: numba, one thread; the full
+    profile's grid is 432 of them), so its sweep takes the profile's `workers` processes,
+    divided by the threads one configuration already uses (the family's own `workers`: NEAT's
+    fitness games), at most one per configuration. A dataset family's training uses every core
+    itself: one."""
+    from models.base import family, learns_by_playing
+    from models.training_inputs import sweep_grid
+
+    if not learns_by_playing(family(settings["family"])) or not settings["sweep"]:
+        return 1
+    configs = len(sweep_grid(sweep_items(settings["sweep"])))
+    threads = max(1, int(settings["params"].get("workers", 1)))
+    return max(1, min(configs, int(params.get("workers", 1)) // threads))
 
 
 def model_settings(params: dict, game: str, name: str) -> dict[str, Any]:
@@ -89,7 +115,8 @@ def _timeless(values: dict[str, Any]) -> dict[str, Any]:
 
 @flow(name="train")
 def _train(root: Path, params: dict, game: str, name: str, on_cluster: bool = False) -> dict:
-    """A sweep from params.yaml on MLflow; the best run registered; its files kept."""
+    """A sweep from params.yaml on MLflow; the best run registered; its files kept. With
+    `on_cluster` its configurations are tasks (a cluster's, or the local pool's: run_flow)."""
     from models.base import family, learns_by_playing
     from models.sweep_state import SWEEP_STATE
     from models.tracking import train
@@ -107,6 +134,7 @@ def _train(root: Path, params: dict, game: str, name: str, on_cluster: bool = Fa
         for path in work.glob("*"):  # interrupted stays, so that it is closed (KILLED)
             if path.name not in (SWEEP_STATE, "resume"):
                 shutil.rmtree(path) if path.is_dir() else path.unlink()
+    title = f"{game}: {name} configurations"
     with atomic_dir(root / "trained" / game / name) as scratch:
         outcome = train(
             data,
@@ -117,7 +145,7 @@ def _train(root: Path, params: dict, game: str, name: str, on_cluster: bool = Fa
             register=True,
             out_dir=work,
             expect_game=game,
-            map_configs=_on_cluster if on_cluster else None,
+            map_configs=partial(_as_tasks, title) if on_cluster else None,
             game=params[game].get("spec", game),
         )
         best = outcome.best
