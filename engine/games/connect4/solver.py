@@ -31,7 +31,11 @@ from engine.bits import popcount
 from engine.games.connect4.board import CELLS, HEIGHT, STRIDE, WIDTH, is_four
 from engine.protocol import GameError
 
-TABLE_SIZE = 8388617  # a prime just above 2**23: slot = key % TABLE_SIZE
+TABLE_SIZE = 8388617  # a prime just above 2**23: slot = key % the table's size
+#: the table of a solver asked within a few milliseconds (ExactSolver): a prime just above 2**20,
+#: 8 MB, which the caches hold better (CPU time of 120 optimal moves at 12-15 stones: 2.95 s
+#: against 3.60 s with the 67 MB table)
+SMALL_TABLE = 1048583
 FULL = -128  # analyze entry of a full column (None in Python)
 ORDER = np.array([3, 2, 4, 1, 5, 0, 6], dtype=np.int64)  # center first
 BOTTOM_MASK = sum(1 << (STRIDE * c) for c in range(WIDTH))
@@ -100,7 +104,7 @@ def negamax(cur, mask, moves, alpha, beta, table, work, limit):
             return alpha
     hi = (CELLS - 1 - moves) // 2  # nor can we win before our second move
     key = cur + mask
-    idx = key % TABLE_SIZE
+    idx = key % table.shape[0]
     entry = table[idx]
     if (entry >> 8) == key and entry != 0:
         code = entry & 255
@@ -245,10 +249,11 @@ def position(moves: Iterable[int]) -> tuple[int, int, int]:
 
 
 class Connect4Solver:
-    """Holds the transposition table (about 67 MB) shared by all solves of a session."""
+    """Holds the transposition table (about 67 MB by default) shared by all solves of a
+    session."""
 
-    def __init__(self) -> None:
-        self.table = np.zeros(TABLE_SIZE, dtype=np.int64)
+    def __init__(self, table_size: int = TABLE_SIZE) -> None:
+        self.table = np.zeros(table_size, dtype=np.int64)
         self.work = np.zeros(1 + (CELLS + 1) * SCRATCH_STRIDE, dtype=np.int64)
 
     @property
@@ -293,7 +298,7 @@ class ExactSolver:
     CHUNK = 2048  # nodes of the first slice (about half a millisecond)
 
     def __init__(self) -> None:
-        self.solver = Connect4Solver()
+        self.solver = Connect4Solver(SMALL_TABLE)
         table, work, zero = self.solver.table, self.solver.work, np.int64(0)
         best_move(zero, zero, zero, table, work, work[0] + 1)  # compiled now, not in play
 
