@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from test_stage_resume import BIN, prefect_env  # noqa: F401 (the fixture)
+from test_stage_train_resume import done
 
 from flows.pipeline.stages.train import sweep_processes
 
@@ -50,10 +51,7 @@ def finish(root: Path, env: dict) -> str:
 
 
 def state(root: Path) -> dict:
-    try:
-        return json.loads((root / "checkpoints/othello/train-td/sweep-state.json").read_text())
-    except (OSError, ValueError):
-        return {}
+    return done(root / "checkpoints/othello/train-td/sweep-state.json")
 
 
 def runs(root: Path) -> list:
