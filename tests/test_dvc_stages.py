@@ -1,6 +1,7 @@
 """dvc.yaml against the code: every stage depends on every source file its command executes,
-and every output, metric and plot is ignored by git before any run (`make demo` leaves
-`git status` clean)."""
+through the stamp of its source set (the stamp stage `sources` depends on the files and writes
+sources/KEY.json), and every output, metric and plot is ignored by git before any run (`make
+demo` leaves `git status` clean)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,15 @@ import pytest
 import yaml
 
 from flows.pipeline import dependencies
-from flows.pipeline.dependencies import ROOT, closure, missing_deps, stage_roots, stages
+from flows.pipeline.dependencies import (
+    ROOT,
+    STAMPS,
+    closure,
+    is_stamp,
+    missing_deps,
+    source_set,
+    stages,
+)
 
 STAGES = stages()
 
@@ -19,13 +28,54 @@ def test_every_stage_of_both_profiles_is_known():
     known = {**stages(params_file="params-full.yaml"), **STAGES}
     assert {"report", "export-connect4", "generate-connect4@randomized"} <= set(known)
     for name, stage in known.items():
-        for module in stage_roots(name, stage.get("technique")):
+        for module in source_set(name, stage)[1]:
             assert dependencies.module_file(module) is not None, (name, module)
 
 
 @pytest.mark.parametrize("name", sorted(STAGES))
 def test_deps_cover_every_executed_source_file(name):
-    assert missing_deps(name, STAGES[name]) == []
+    assert missing_deps(name, STAGES[name], known=STAGES) == []
+
+
+#: techniques whose module imports another's (imitation plays battle's games with detours,
+#: thorough starts from randomized's openings)
+REUSES = {"imitation": {"battle"}, "thorough": {"randomized"}}
+
+
+@pytest.mark.parametrize("profile", dependencies.PROFILES)
+def test_each_stage_names_the_stamp_of_exactly_what_it_runs(profile):
+    """One source dep per stage, its own set's stamp, which the stamp stage writes from that
+    set's modules; a training's set holds its family's module and no other family's, a
+    generation's its dataset's technique and no other's (DVC templates the path per item)."""
+    known = stages(params_file=profile)
+    hashed = dependencies.stamp_sets(known[STAMPS]["cmd"])
+    assert set(known[STAMPS]["outs"]) == {f"{STAMPS}/{key}.json" for key in hashed}
+    params = yaml.safe_load((ROOT / profile).read_text())
+    families = {
+        name: m.replace(".", "/") + ".py" for name, m in dependencies.family_modules().items()
+    }
+    datasets = {game: params[game].get("datasets") or {} for game in params["games"]}
+    techniques = {d.get("technique", key) for sets in datasets.values() for key, d in sets.items()}
+    for name, stage in known.items():
+        if is_stamp(name):
+            continue
+        source = [d for d in stage["deps"] if dependencies.is_source(d) or d.startswith("sources/")]
+        key, roots = source_set(name, stage)
+        assert source == [f"{STAMPS}/{key}.json"], name
+        assert sorted(hashed[key]) == sorted(roots), name
+        files = {p.relative_to(ROOT).as_posix() for p in closure(roots)}
+        group, _, item = name.partition("@")
+        if group.startswith("train-"):  # the family its params name, read here by hand
+            family = params[group[len("train-") :]]["models"][item]["family"]
+            allowed = {families["hmm"]} if family == "crf" else set()  # models/crf.py imports it
+            assert families[family] in files, name
+            assert (set(families.values()) - {families[family]}) & files <= allowed, name
+        if group.startswith("generate-"):
+            technique = datasets[group[len("generate-") :]][item].get("technique", item)
+            assert f"features/generate/{technique}.py" in files, name
+            reused = REUSES.get(technique, set())  # by hand, from the modules' imports
+            others = {f"features/generate/{t}.py" for t in techniques - {technique} - reused}
+            assert not others & files, name
 
 
 @pytest.mark.parametrize("profile", ["params.yaml", "params-full.yaml", "params-study.yaml"])
@@ -88,9 +138,17 @@ def test_promote_depends_on_the_run_record_of_every_model_it_gates(profile):
 
 
 def test_a_missing_dep_is_caught():
-    stage = dict(STAGES["encode-connect4@qualitative"])
-    stage["deps"] = [d for d in stage["deps"] if d != "agents/sequence/codec.py"]
-    assert missing_deps("encode-connect4@qualitative", stage) == ["agents/sequence/codec.py"]
+    """A file the stamp stage does not depend on, or a stage naming another set's stamp."""
+    known = dict(STAGES)
+    stamp = dict(known[STAMPS])
+    stamp["deps"] = [d for d in stamp["deps"] if d != "agents/sequence/codec.py"]
+    known[STAMPS] = stamp
+    name = "encode-connect4@qualitative"
+    assert missing_deps(name, STAGES[name], known=known) == ["agents/sequence/codec.py"]
+    assert missing_deps(STAMPS, stamp) == ["agents/sequence/codec.py"]
+    wrong = dict(STAGES[name])
+    wrong["deps"] = [d.replace("encode.json", "validate.json") for d in wrong["deps"]]
+    assert "flows/pipeline/stages/encode.py" in missing_deps(name, wrong, known=STAGES)
 
 
 def test_outputs_are_ignored_before_any_run():
@@ -137,10 +195,14 @@ def test_source_deps_are_exactly_what_the_commands_run():
     """No stale extra dep either (issue 68): a file a stage stopped importing still marked it
     stale. `python -m flows.pipeline.dependencies --write` brings dvc.yaml back in line."""
     spec = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
-    wanted = dependencies.source_deps()
+    stamp, stamp_of = dependencies.source_sets()
+    assert {**spec[STAMPS], "cmd": " ".join(spec[STAMPS]["cmd"].split())} == stamp
     for name, stage in spec.items():
+        if is_stamp(name):
+            continue
         deps = (stage["do"] if "foreach" in stage else stage).get("deps", [])
-        assert [d for d in deps if dependencies.is_source(d)] == wanted[name], name
+        source = [d for d in deps if dependencies.is_source(d) or d.startswith(f"{STAMPS}/")]
+        assert source == [stamp_of[name]], name
 
 
 @pytest.mark.parametrize("profile", ["params.yaml", "params-full.yaml", "params-study.yaml"])
