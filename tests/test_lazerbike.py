@@ -196,7 +196,7 @@ def test_observation_planes():
     g = load_game("lazerbike", players=3, teams="001")
     s = play(state_from_setup(g, [(7, 2, "E"), (3, 3, "S"), (10, 10, "N")]), (F, F, F))
     obs = s.observation_tensor(0)
-    assert obs.shape == (10, 15, 15)
+    assert obs.shape == (12, 15, 15)
     assert np.argwhere(obs[0]).tolist() == [[7, 3]]
     assert np.argwhere(obs[1]).tolist() == [[7, 2], [7, 3]]
     assert np.argwhere(obs[2]).tolist() == [[3, 3], [4, 3]]
@@ -207,6 +207,37 @@ def test_observation_planes():
     other = s.observation_tensor(2)
     assert np.argwhere(other[3]).tolist() == [[3, 3], [4, 3], [7, 2], [7, 3]]
     assert other[6].all()  # C heads north
+    # planes 10-11: the free tiles the own team reaches strictly first, and another team's,
+    # against breadth-first distances worked out here over the free tiles
+    free = obs[5].astype(bool)
+
+    def steps(start):
+        dist, frontier = {start: 0}, [start]
+        while frontier:
+            nxt = []
+            for r, c in frontier:
+                for rr, cc in ((r - 1, c), (r + 1, c), (r, c - 1), (r, c + 1)):
+                    if 0 <= rr < 15 and 0 <= cc < 15 and free[rr, cc] and (rr, cc) not in dist:
+                        dist[rr, cc] = dist[r, c] + 1
+                        nxt.append((rr, cc))
+            frontier = nxt
+        return dist
+
+    heads = {(7, 3): 0, (4, 3): 0, (9, 10): 1}  # tile: team
+    dists = {head: steps(head) for head in heads}
+    for seen, team in ((obs, 0), (other, 1)):
+        for r, c in np.argwhere(free).tolist():
+            reach = {}
+            for head, d in dists.items():
+                if (r, c) in d:
+                    reach[heads[head]] = min(reach.get(heads[head], 99), d[r, c])
+            first = [t for t, d in reach.items() if d == min(reach.values())]
+            owner = first[0] if len(first) == 1 else None
+            assert seen[10, r, c] == (owner == team) and seen[11, r, c] == (owner == 1 - team)
+    assert not (obs[10] * obs[11]).any() and not (obs[10] * ~free).any()
+    assert obs[10].sum() > 100 and obs[11].sum() > 40  # C holds the south-east
+    value = (obs[10].sum() - obs[11].sum()) / free.sum()
+    assert g.evaluate(s.array, 0) == pytest.approx(value)
 
 
 def test_random_start_is_seeded_and_spaced():

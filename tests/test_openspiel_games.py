@@ -32,10 +32,10 @@ TRUTH = [
     ("gridbots_connect4", SEQ, DET, ZERO, 2, 7, 42, [2, 6, 7], 0),
     ("gridbots_othello", SEQ, DET, ZERO, 2, 65, 120, [3, 8, 8], 0),
     ("gridbots_pig(target=20,max_steps=300)", SEQ, STOCH, ZERO, 2, 6, 300, [4], 6),
-    ("gridbots_lazerbike", SIM, DET, ZERO, 2, 3, 225, [10, 15, 15], 0),
+    ("gridbots_lazerbike", SIM, DET, ZERO, 2, 3, 225, [12, 15, 15], 0),
     ("gridbots_lazerbike(players=3,start=random,seeds=50)", SIM, STOCH, GENERAL, 3, 3, 225,
-     [10, 15, 15], 50),
-    ("gridbots_lazerbike(players=4,teams=0101)", SIM, DET, ZERO, 4, 3, 225, [10, 15, 15], 0),
+     [12, 15, 15], 50),
+    ("gridbots_lazerbike(players=4,teams=0101)", SIM, DET, ZERO, 4, 3, 225, [12, 15, 15], 0),
     ("gridbots_sokoban", SIM, DET, IDENTICAL, 1, 5, 20, [6, 3, 7], 0),
     ("gridbots_sokoban(level=duo)", SIM, DET, IDENTICAL, 2, 5, 30, [6, 5, 9], 0),
     # a duel round is a move of each side; against-red's red moves inside blue's move

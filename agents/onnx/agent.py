@@ -3,7 +3,8 @@
 "sequence" → `seq:model=PATH` (options: guards); "value" → `alphabeta:eval=onnx:PATH`
 (options: depth, ms), or `hps:eval=onnx:PATH` where the game has a portfolio of scripted turns
 (a value network over observation planes: its multi-action turns are searched a turn at a
-time), except TD networks (family `td`) → `td:model=PATH` (options: select,
+time), or `simab:eval=onnx:PATH` on a simultaneous game (its laps), except TD networks
+(family `td`) → `td:model=PATH` (options: select,
 epsilon, temperature); "neat" → `neat:genome=PATH` (any preset of its map size);
 "policy-value" → `puct:model=PATH` (options: sims, ms, c, batch, …); "cost-to-go" →
 `planner:eval=onnx:PATH` (a learned A* heuristic, any level of its canvas). The file's metadata, not
@@ -52,6 +53,10 @@ def onnx_agent(game: Game, spec: str, seed: int | None = None, **options: str) -
         from agents.search.hps import HPSAgent
 
         return HPSAgent(game, spec, seed=seed, eval=f"onnx:{path}", **options)
+    if kind == "value" and game.simultaneous:  # a lap search: own moves against the others'
+        from agents.search.simab import SimABAgent
+
+        return SimABAgent(game, spec, seed=seed, eval=f"onnx:{path}", **options)
     if kind == "value":
         from agents.search.alphabeta import AlphaBetaAgent
 

@@ -39,7 +39,7 @@ DYING = 2
 LEFT, FORWARD, RIGHT = 0, 1, 2
 NEUTRAL = -2
 OFF_BOARD = -1
-PLANES = 10
+PLANES = 12
 HEADINGS = "NESW"
 ACTION_NAMES = ("left", "forward", "right")
 #: config vector: [bikes, team x4, pos x4, heading x4]
@@ -153,9 +153,11 @@ def returns(s, out):
 
 @njit(cache=True)
 def observation(s, player, out):
-    """Ten 15x15 planes, row 0 = north. 0 own head, 1 own trail (head included), 2 team-mates'
+    """Twelve 15x15 planes, row 0 = north. 0 own head, 1 own trail (head included), 2 team-mates'
     trails, 3 opponents' trails, 4 heads of the other living bikes, 5 free tiles, 6-9 own
-    heading N/E/S/W one-hot as constant planes (all zero once the own bike is dead)."""
+    heading N/E/S/W one-hot as constant planes (all zero once the own bike is dead), 10-11 the
+    Voronoi split `evaluate` counts: free tiles the own team reaches strictly first, and those
+    another team does (a value network sees where the territory lies, not only its size)."""
     out[:] = 0.0
     team = s[TEAM + player]
     for cell in range(CELLS):
@@ -175,6 +177,14 @@ def observation(s, player, out):
     if s[ALIVE + player]:
         base = (6 + s[HEAD + player]) * CELLS
         out[base : base + CELLS] = 1.0
+    owners = np.empty(CELLS, dtype=np.int64)
+    _owners(s, owners)
+    team = s[TEAM + player]
+    for cell in range(CELLS):
+        if owners[cell] == team:
+            out[10 * CELLS + cell] = 1.0
+        elif owners[cell] >= 0:
+            out[11 * CELLS + cell] = 1.0
 
 
 # ---- heuristic evaluation (agents: simab) -------------------------------------------------------
@@ -201,22 +211,18 @@ def _distances(s, start, dist, queue):
 
 
 @njit(cache=True)
-def evaluate(s, player):
-    """Voronoi territory in [-1, 1]: free tiles `player`'s team reaches strictly first, minus
-    the best other team's, over the free tiles. Dead bike -1; a finished game its return."""
-    if s[STATUS] == OVER:
-        return np.float64(s[RET + player])
-    if s[ALIVE + player] == 0:
-        return -1.0
+def _owners(s, owners):
+    """owners[cell]: the team whose living bikes reach the free tile strictly first over free
+    tiles, -1 where teams tie, none reaches it, or the tile is not free; the free-tile count."""
     n = s[NUM_PLAYERS]
     dist = np.empty((n, CELLS), dtype=np.int64)
     queue = np.empty(CELLS, dtype=np.int64)
     for p in range(n):
         if s[ALIVE + p]:
             _distances(s, s[POS + p], dist[p], queue)
-    tiles = np.zeros(MAX_TEAMS, dtype=np.int64)
     free = 0
     for cell in range(CELLS):
+        owners[cell] = -1
         if s[cell] != 0:
             continue
         free += 1
@@ -228,8 +234,25 @@ def evaluate(s, player):
                 best, owner = dist[p, cell], s[TEAM + p]
             elif owner != s[TEAM + p]:
                 owner = -1  # two teams tie: nobody's
-        if best < UNREACHED and owner >= 0:
-            tiles[owner] += 1
+        if best < UNREACHED:
+            owners[cell] = owner
+    return free
+
+
+@njit(cache=True)
+def evaluate(s, player):
+    """Voronoi territory in [-1, 1]: free tiles `player`'s team reaches strictly first, minus
+    the best other team's, over the free tiles. Dead bike -1; a finished game its return."""
+    if s[STATUS] == OVER:
+        return np.float64(s[RET + player])
+    if s[ALIVE + player] == 0:
+        return -1.0
+    owners = np.empty(CELLS, dtype=np.int64)
+    free = _owners(s, owners)
+    tiles = np.zeros(MAX_TEAMS, dtype=np.int64)
+    for cell in range(CELLS):
+        if owners[cell] >= 0:
+            tiles[owners[cell]] += 1
     team = s[TEAM + player]
     rival = 0
     for t in range(MAX_TEAMS):
