@@ -54,10 +54,11 @@ def plot(curves: dict[str, list[dict]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, grid = plt.subplots(2, 2, figsize=(11, 8.4))
+    fig, grid = plt.subplots(2, 2, figsize=(12, 11))
     axes = grid[0]
     axes[1].sharey(axes[0])
-    colour = {name: f"C{i}" for i, name in enumerate(curves)}
+    palette = plt.get_cmap("tab20")  # 20 colours: the sessions' runs stay apart
+    colour = {name: palette(i % 20) for i, name in enumerate(curves)}
     for name, rows in curves.items():
         points = [r for r in rows if "minimax3" in r]
         if points:
@@ -73,7 +74,6 @@ def plot(curves: dict[str, list[dict]], path: Path) -> None:
     grid[1][0].set_xlabel("training games (millions)")
     grid[1][1].set_xlabel("training CPU hours (one core)")
     grid[1][0].set_ylabel("vs study 002 minimax depth 3 (100-200 games, seed 7000)")
-    grid[1][0].legend(fontsize=8, loc="lower right")
     for name, rows in curves.items():
         games = [r["games"] / 1e6 for r in rows]
         hours = [r["cpu_hours"] for r in rows]
@@ -92,9 +92,13 @@ def plot(curves: dict[str, list[dict]], path: Path) -> None:
     axes[0].set_xlabel("training games (millions)")
     axes[1].set_xlabel("training CPU hours (one core)")
     axes[0].set_ylabel("Othello League score at one ply (400-500 games, 95% CI)")
-    axes[0].legend(fontsize=8, loc="lower right")
+    handles, labels = axes[0].get_legend_handles_labels()
+    floor = grid[1][0].get_legend_handles_labels()
+    handles.append(floor[0][-1])
+    labels.append("issue 67 floor against the minimax: 0.9")
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=7.5)  # one legend for all
     fig.suptitle("Othello n-tuple networks: League score while training")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.16, 1, 1))
     temp = path.with_name(f".{path.name}.tmp.png")
     fig.savefig(temp, dpi=110)
     temp.replace(path)
