@@ -82,6 +82,14 @@ def test_puct_plays_the_proven_move_where_its_search_cannot_see(solver, tmp_path
     assert tried >= 5
 
 
+def test_the_exact_search_keeps_within_the_moves_time(tmp_path):
+    """exact=T above ms=M spends M at most: a capped budget (the web's) caps the solver too."""
+    net = write_uniform_network(GAME, tmp_path / "uniform.onnx")
+    assert make(f"puct:model={net},ms=5,exact=17", GAME).prover.ms == 5.0
+    assert make(f"puct:model={net},ms=19,exact=17", GAME).prover.ms == 17.0
+    assert make(f"puct:model={net},sims=4,exact=17", GAME).prover.ms == 17.0
+
+
 @pytest.mark.parametrize(
     "game, spec, words",
     [("connect4", "exact=-1", "exact"), ("pig", "exact=50", "without chance nodes")],

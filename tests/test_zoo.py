@@ -101,7 +101,8 @@ def test_a_pickle_is_refused_whatever_it_is_called(tmp_path):
 
 def test_the_connect4_card_states_what_the_issue_asks():
     card = zoo.load(ROOT / "zoo/connect4/playerzero").data
-    assert card["spec"] == "puct:model={dir}/network-int8.onnx,ms=20,prior_temp=3"
+    assert card["spec"] == "puct:model={dir}/network-int8.onnx,ms=19,prior_temp=3,exact=17"
+    assert "exact=17" in card["what"]["search at play time"]  # the exact search at play time
     for key in ("profile", "params", "commit", "dvc_lock", "mlflow_run_id", "training_hours"):
         assert key in card["made"]
     for item in card["evidence"]:

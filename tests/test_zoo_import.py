@@ -54,7 +54,7 @@ def test_each_entry_imports_once_as_first_production_then_only_as_a_candidate(
         )  # fmt: skip
         # the registry plays the card's spec on the version's files
         inner = make("registry:connect4-playerzero@production", parse_game_spec("connect4")).inner
-        assert (inner.ms, inner.prior_temp) == (20.0, 3.0)
+        assert (inner.ms, inner.prior_temp, inner.exact) == (19.0, 3.0, 17.0)
         printed = capsys.readouterr().out
         assert "zoo:connect4/playerzero: connect4-playerzero/1 (imported)" in printed
 
@@ -130,10 +130,12 @@ def test_the_zoo_bot_is_each_surfaces_default_and_heads_the_leaderboard(tmp_path
             assert client.get("/zoo/connect4/..%2F..").status_code in (400, 404)
             moved = client.post("/api/connect4/move", json={"spec": spec, "history": ""})
             assert moved.status_code == 200, moved.text
-        # the web keeps the zoo bot's own 20 ms within its cap, and caps it below
+        # the web keeps the zoo bot's own 19 ms within its cap, and caps it below (its exact
+        # solver's time too)
         connect4 = parse_game_spec("connect4")
-        assert build(spec, connect4, Limits(ms=100)).inner.ms == 20.0
-        assert build(spec, connect4, Limits(ms=5)).inner.ms == 5.0
+        assert build(spec, connect4, Limits(ms=100)).inner.ms == 19.0
+        capped = build(spec, connect4, Limits(ms=5)).inner
+        assert capped.ms == 5.0 and capped.prover.ms == 5.0
         a_candidate_of_another_name_faces_the_zoo_bot_and_is_refused(root, tmp_path / "bundle")
 
 

@@ -11,8 +11,8 @@ spends up to T ms on a complete alpha-beta search once the end looks near
 (agents.search.core.Prover) and plays a result it proves, as Othello programs solve their
 endgames (`step`, not `plan`); in a game with its own exact solver (`Game.exact_solver`,
 Connect 4's) it asks that solver instead, at every move, and plays the optimal move it finds
-within T ms (the quickest win, the slowest loss); `nodes=` sizes the tree, `threads=` caps
-onnxruntime's threads)
+within T ms (the quickest win, the slowest loss); T never exceeds `ms`; `nodes=` sizes the
+tree, `threads=` caps onnxruntime's threads)
 searches with the tree of agents.puct.tree: each round walks the tree `batch` times (virtual
 loss keeps the walks apart), evaluates the leaves in one onnxruntime call and backs them up.
 The tree is kept between moves: the next search starts from the subtree of the moves actually
@@ -181,6 +181,8 @@ class PUCTAgent(Agent):
         if self.exact < 0:
             raise AgentError("puct: exact (ms of complete alpha-beta) is >= 0")
         if self.exact:
+            if self.ms:  # the exact search spends the move's time, never more (a capped ms=)
+                self.exact = min(self.exact, self.ms)
             try:
                 self.prover = Prover(game, self.exact, seed=0 if seed is None else seed)
             except ValueError as error:
