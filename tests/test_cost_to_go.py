@@ -1,7 +1,7 @@
 """The learned A* heuristic (models.cost_to_go, `planner:eval=onnx:PATH`) and the per-level
 puzzle comparison (`gridbots puzzle rate`): hand-worked planes and targets, a heuristic network
 of zeros (A* as uniform cost: every plan as short as the admissible planner's), and a really
-trained tiny network playing every shipped level."""
+trained tiny network guiding the planner on the small levels."""
 
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ from engine import parse_game_spec
 from engine.match import play_game
 from engine.puzzles import compare_levels
 from models import cost_to_go
-
 
 
 def zeros_network(path, canvas: int = 16, kind: str = "cost-to-go") -> str:
