@@ -134,7 +134,7 @@ def test_the_zoo_entry_moves_into_a_registry_and_plays_the_same(tmp_path, tmp_pa
         assert versions("connect4-zoo")[0]["aliases"] == []
         registered = moves("registry:connect4-playerzero@production:ms=0,sims=24", histories)
         inner = make("registry:connect4-playerzero@production", parse_game_spec("connect4")).inner
-        assert (inner.ms, inner.sims, inner.prior_temp) == (20.0, DEFAULT_SIMS, 3.0)  # the card's
+        assert (inner.ms, inner.sims, inner.prior_temp) == (19.0, DEFAULT_SIMS, 3.0)  # the card's
         again = tmp_path / "again"  # and out of the registry again, card and evidence kept
         assert main(["bots", "export", "connect4-playerzero@production", "--out", str(again)]) == 0
         assert json.loads((again / "card.json").read_text()) == card

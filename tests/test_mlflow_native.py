@@ -470,4 +470,5 @@ def test_an_imported_zoo_bundle_is_a_pyfunc_bot_that_plays_like_its_registry_spe
         for history, row in zip(histories, table.to_dict("records"), strict=True):
             state = game.state_from_history(game.parse_moves(history))
             assert row["action"] == agent.step(state.clone(), state.current_player())
-            assert json.loads(row["analysis"])["policy"]  # the network's search, not a guess
+            analysis = json.loads(row["analysis"])  # the network's search or the solver's proof
+            assert analysis["policy"] or analysis["extra"].get("proven"), analysis

@@ -148,7 +148,7 @@ def test_naive_evaluation_sees_only_results_within_the_horizon():
             s.array[r * 15 + 10] = 2
     assert search(g, s.array, 0, 2)[0] > 0.3
     assert search(g, s.array, 0, 2, evaluation="naive")[0] == 0.0
-    with pytest.raises(AgentError, match="eval='smart'; expected heuristic or naive"):
+    with pytest.raises(AgentError, match="eval='smart'; expected heuristic, naive, onnx:PATH"):
         agents.make("simab:eval=smart", g)
 
 
