@@ -40,6 +40,12 @@ def test_each_chain_names_the_source_files_its_commands_run():
         assert source == wanted[name], name
     made = {f"rebuild-{s['game']}" for s in PROFILE["zoo"].values()}
     assert made == set(ENTRIES)
+    # a generation runs its technique's module, a training its own family's and no other's
+    assert "../features/generate/imitation.py" in wanted["generate-lazerbike"]
+    assert "../models/cost_to_go.py" in wanted["train-sokoban"]
+    assert "../models/lstm.py" not in wanted["train-sokoban"]
+    assert "../models/td.py" in wanted["train-othello"]
+    assert "../models/neat.py" not in wanted["train-othello"]
 
 
 def test_the_tiny_profile_has_the_zoo_profiles_keys():

@@ -346,13 +346,30 @@ def write_stamps(sets: dict[str, list[str]], root: Path = ROOT) -> None:
 SUBPROJECTS = ("rebuild",)
 
 
+def subproject_roots(command: str, folder: Path) -> list[str]:
+    """`gridbots stage KIND GAME KEY --params FILE` → the modules it runs: a generation's
+    technique and a training's family are read from the profile it names, as dvc.yaml's
+    `foreach` items carry them."""
+    words = command.split()
+    kind, game, key = [*words[words.index("stage") + 1 :], "", "", ""][:3]
+    profile = words[words.index("--params") + 1] if "--params" in words else "params.yaml"
+    section = (yaml.safe_load((folder / profile).read_text()) or {}).get(game) or {}
+    dataset = (section.get("datasets") or {}).get(key) or {}
+    model = (section.get("models") or {}).get(key) or {}
+    technique = dataset.get("technique", key) if kind == "generate" else None
+    return stage_roots(f"{kind}@{key}", technique, model.get("family") if kind == "train" else None)
+
+
 def subproject_deps(root: Path, folder: str) -> dict[str, list[str]]:
     """FOLDER/dvc.yaml's stages (plain ones) → the source files each runs, as ../PATH."""
     spec = yaml.safe_load((root / folder / "dvc.yaml").read_text())["stages"]
     up = "../" * len(Path(folder).parts)
     return {
-        name: sorted(up + p.relative_to(root).as_posix() for p in closure(stage_roots(name), root))
-        for name in spec
+        name: sorted(
+            up + p.relative_to(root).as_posix()
+            for p in closure(subproject_roots(str(stage["cmd"]), root / folder), root)
+        )
+        for name, stage in spec.items()
     }
 
 
