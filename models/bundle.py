@@ -459,6 +459,26 @@ def _params(from_tags: str | None, from_card: Any) -> dict[str, Any]:
     return from_card if isinstance(from_card, dict) else {"made": str(from_card or "")}
 
 
+#: what ranks a version (models.registry.card_floor) and names the figure: never dropped
+EVIDENCE_KEYS = ("figure", "value", "interval", "opponent", "games", "spec", "floor", "floor_met")
+
+
+def _evidence_tag(item: dict[str, Any]) -> str:
+    """A card figure as a tag: whole where it fits, else without its longest notes (a list of
+    every run, say), the card keeping them, so the figure and its interval stay readable
+    (registered cut at TAG_LIMIT, the JSON would not parse and the figure would not count)."""
+    kept = dict(item)
+    text = json.dumps(kept, sort_keys=True, default=str)
+    while len(text) > TAG_LIMIT:  # a cut JSON could not be read back
+        notes = [k for k in kept if k not in EVIDENCE_KEYS and k != "abridged"]
+        if not notes:
+            break
+        kept.pop(max(notes, key=lambda k: len(json.dumps(kept[k], default=str))))
+        kept["abridged"] = "longer notes left out: the card holds the whole figure"
+        text = json.dumps(kept, sort_keys=True, default=str)
+    return text
+
+
 def _provenance_tags(checked: Checked) -> dict[str, str]:
     """The bundle's provenance and evidence as version tags (`bundle.*`, `evidence.N`)."""
     manifest, card = checked.manifest, checked.card
@@ -474,7 +494,7 @@ def _provenance_tags(checked: Checked) -> dict[str, str]:
         "card.made": json.dumps(card.data["made"], sort_keys=True, default=str),
     }
     for i, item in enumerate(card.data["evidence"]):
-        tags[f"evidence.{i}"] = json.dumps(item, sort_keys=True, default=str)
+        tags[f"evidence.{i}"] = _evidence_tag(item)
     old = manifest["source"].get("tags", {}) if isinstance(manifest["source"], dict) else {}
     for key, value in old.items():  # the source registry's gate and held-out evidence
         if key.startswith(("promotion.", "eval.")):

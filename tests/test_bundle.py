@@ -119,8 +119,9 @@ def test_the_zoo_entry_moves_into_a_registry_and_plays_the_same(tmp_path, tmp_pa
         assert main(["bots", "export", str(ZOO_C4), "--out", str(bundle)]) == 0
         card = json.loads((bundle / "card.json").read_text())
         assert card == json.loads((ZOO_C4 / "card.json").read_text())
-        # the card's own spec on the bundle's files, at a fixed budget (ms=0: sims decide)
-        card_spec = card["spec"].replace("{dir}", str(bundle)) + ",ms=0,sims=24"
+        # the card's own spec on the bundle's files, at a fixed budget (ms=0: sims decide; the
+        # root solver's exact= is a clock budget, so it is off here: the moves must not race it)
+        card_spec = card["spec"].replace("{dir}", str(bundle)) + ",ms=0,sims=24,exact=0"
         direct = moves(card_spec, histories)
         assert main(["bots", "import", str(bundle), "--production"]) == 0
         assert main(["bots", "import", str(bundle), "--name", "connect4-zoo"]) == 0
@@ -132,7 +133,8 @@ def test_the_zoo_entry_moves_into_a_registry_and_plays_the_same(tmp_path, tmp_pa
             "{dir}/network-int8.onnx", "{path}"
         )
         assert versions("connect4-zoo")[0]["aliases"] == []
-        registered = moves("registry:connect4-playerzero@production:ms=0,sims=24", histories)
+        registered = moves("registry:connect4-playerzero@production:ms=0,sims=24,exact=0",
+                           histories)  # fmt: skip
         inner = make("registry:connect4-playerzero@production", parse_game_spec("connect4")).inner
         assert (inner.ms, inner.sims, inner.prior_temp) == (19.0, DEFAULT_SIMS, 3.0)  # the card's
         again = tmp_path / "again"  # and out of the registry again, card and evidence kept
@@ -296,3 +298,24 @@ def test_import_names_a_registry_name_of_the_bundles_game(
         assert main(["bots", "import", str(zoo_bundle), "--name", "othello-zoo"]) == 2
         assert "connect4-FAMILY" in capsys.readouterr().err
         assert registry_state(root) == before
+
+
+def test_a_long_card_figure_becomes_a_tag_that_still_reads_and_ranks():
+    """A figure with a long note (every run of a night) would be cut at TAG_LIMIT into JSON
+    that no longer parses, and drop out of the version's floor: its notes go, its interval stays."""
+    from models.bundle import TAG_LIMIT, _evidence_tag
+    from models.registry import card_floor
+
+    figure = {"figure": "optimal-move rate", "value": 0.972, "interval": [0.96, 0.981],
+              "opponent": "exact solver labels", "every run": ["0.95 at load 3"] * 600,
+              "measured": "night"}  # fmt: skip
+    tag = _evidence_tag(figure)
+    assert len(json.dumps(figure)) > TAG_LIMIT >= len(tag)
+    kept = json.loads(tag)
+    assert "every run" not in kept and kept["measured"] == "night" and kept["abridged"]
+    assert (
+        card_floor({"evidence.0": tag, "evidence.1": json.dumps({"interval": [0.935, 0.96]})})[0]
+        == 0.96
+    )
+    short = {"figure": "f", "interval": [0.5, 0.6]}
+    assert json.loads(_evidence_tag(short)) == short  # whole where it fits
