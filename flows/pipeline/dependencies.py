@@ -346,6 +346,12 @@ def write_stamps(sets: dict[str, list[str]], root: Path = ROOT) -> None:
 SUBPROJECTS = ("rebuild",)
 
 
+@cache
+def _profile(path: Path) -> dict[str, Any]:
+    """A params profile, read once however many of a subproject's stages name it."""
+    return yaml.safe_load(path.read_text()) or {}
+
+
 def subproject_roots(command: str, folder: Path) -> list[str]:
     """`gridbots stage KIND GAME KEY --params FILE` → the modules it runs: a generation's
     technique and a training's family are read from the profile it names, as dvc.yaml's
@@ -353,7 +359,7 @@ def subproject_roots(command: str, folder: Path) -> list[str]:
     words = command.split()
     kind, game, key = [*words[words.index("stage") + 1 :], "", "", ""][:3]
     profile = words[words.index("--params") + 1] if "--params" in words else "params.yaml"
-    section = (yaml.safe_load((folder / profile).read_text()) or {}).get(game) or {}
+    section = _profile((folder / profile).resolve()).get(game) or {}
     dataset = (section.get("datasets") or {}).get(key) or {}
     model = (section.get("models") or {}).get(key) or {}
     technique = dataset.get("technique", key) if kind == "generate" else None
